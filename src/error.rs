@@ -152,7 +152,11 @@ impl Error {
     /// Builds an error from a Connect error object (`{"code","message","details"}`), as found in
     /// a unary error body or a stream's end frame.
     pub fn from_connect_json(value: &serde_json::Value, http_status: Option<u16>) -> Error {
-        let code = value.get("code").and_then(|c| c.as_str()).unwrap_or("unknown").to_string();
+        let code = value
+            .get("code")
+            .and_then(|c| c.as_str())
+            .unwrap_or("unknown")
+            .to_string();
         let message = value.get("message").and_then(|m| m.as_str()).unwrap_or("").to_string();
         let details = value
             .get("details")
@@ -196,7 +200,12 @@ impl Error {
         e
     }
 
-    fn from_parts(code: &str, message: String, details: Option<proto::SdkErrorDetails>, http_status: Option<u16>) -> Error {
+    fn from_parts(
+        code: &str,
+        message: String,
+        details: Option<proto::SdkErrorDetails>,
+        http_status: Option<u16>,
+    ) -> Error {
         let mut e = Error::new(ErrorKind::Internal, message);
         e.connect_code = Some(code.to_string());
         e.http_status = http_status;
@@ -217,7 +226,10 @@ impl Error {
         }
         e.kind = classify(e.sdk_error_code, code, &e.message);
         e.retryable = e.retry_after.is_some()
-            || matches!(e.kind, ErrorKind::RateLimited | ErrorKind::Unavailable | ErrorKind::Timeout | ErrorKind::Transport);
+            || matches!(
+                e.kind,
+                ErrorKind::RateLimited | ErrorKind::Unavailable | ErrorKind::Timeout | ErrorKind::Transport
+            );
         e
     }
 }
@@ -300,7 +312,10 @@ fn classify(sdk_code: i32, connect_code: &str, message: &str) -> ErrorKind {
 }
 
 fn is_not_found_text(lower: &str) -> bool {
-    (lower.starts_with("agent ") || lower.starts_with("run ") || lower.starts_with("unknown agent") || lower.starts_with("unknown run"))
+    (lower.starts_with("agent ")
+        || lower.starts_with("run ")
+        || lower.starts_with("unknown agent")
+        || lower.starts_with("unknown run"))
         && (lower.ends_with(" not found") || lower.starts_with("unknown "))
 }
 
@@ -350,8 +365,15 @@ mod tests {
             message: "slow down".into(),
             help_url: Some("https://cursor.com/help".into()),
             provider: Some("anthropic".into()),
-            retry_after: Some(pbjson_types::Duration { seconds: 7, nanos: 500_000_000 }),
-            rate_limit: Some(proto::RateLimitInfo { limit: Some(100), remaining: Some(0), reset_epoch_seconds: Some(1_800_000_000) }),
+            retry_after: Some(pbjson_types::Duration {
+                seconds: 7,
+                nanos: 500_000_000,
+            }),
+            rate_limit: Some(proto::RateLimitInfo {
+                limit: Some(100),
+                remaining: Some(0),
+                reset_epoch_seconds: Some(1_800_000_000),
+            }),
         };
         let e = Error::from_connect_json(
             &json!({"code":"resource_exhausted","message":"","details":[{"type":"sdk.v1.SdkErrorDetails","value":details_b64(&d)}]}),
@@ -361,7 +383,14 @@ mod tests {
         assert_eq!(e.message, "slow down");
         assert_eq!(e.request_id.as_deref(), Some("req-0123456789abcdef-full"));
         assert_eq!(e.retry_after, Some(Duration::from_millis(7500)));
-        assert_eq!(e.rate_limit, Some(RateLimit { limit: Some(100), remaining: Some(0), reset_epoch_seconds: Some(1_800_000_000) }));
+        assert_eq!(
+            e.rate_limit,
+            Some(RateLimit {
+                limit: Some(100),
+                remaining: Some(0),
+                reset_epoch_seconds: Some(1_800_000_000)
+            })
+        );
         assert_eq!(e.help_url.as_deref(), Some("https://cursor.com/help"));
         assert_eq!(e.provider.as_deref(), Some("anthropic"));
         assert!(e.retryable);
@@ -370,7 +399,11 @@ mod tests {
 
     #[test]
     fn unknown_sdk_code_is_kept_as_number() {
-        let d = proto::SdkErrorDetails { sdk_error_code: 999, message: "new".into(), ..Default::default() };
+        let d = proto::SdkErrorDetails {
+            sdk_error_code: 999,
+            message: "new".into(),
+            ..Default::default()
+        };
         let e = Error::from_connect_json(
             &json!({"code":"not_found","message":"x","details":[{"type":"sdk.v1.SdkErrorDetails","value":details_b64(&d)}]}),
             Some(404),
@@ -383,16 +416,46 @@ mod tests {
     #[test]
     fn bridge_inconsistencies_map_to_the_right_kind() {
         let cases = [
-            (json!({"code":"internal","message":"Agent agent-00000000 not found"}), ErrorKind::NotFound),
-            (json!({"code":"internal","message":"Agent agent-1 already has active run"}), ErrorKind::Busy),
-            (json!({"code":"not_found","message":"Unknown agent: agent-1"}), ErrorKind::NotFound),
-            (json!({"code":"not_found","message":"Unknown run: run-1"}), ErrorKind::NotFound),
-            (json!({"code":"invalid_argument","message":"Run run-1 not found"}), ErrorKind::NotFound),
-            (json!({"code":"invalid_argument","message":"Cloud getRun requests require agentId"}), ErrorKind::InvalidArgument),
-            (json!({"code":"internal","message":"Network request failed"}), ErrorKind::Internal),
-            (json!({"code":"unauthenticated","message":"Unauthorized"}), ErrorKind::Auth),
-            (json!({"code":"unimplemented","message":"Idempotency-Key is only supported for cloud CreateAgent in v1"}), ErrorKind::Unsupported),
-            (json!({"code":"internal","message":"Cannot create follow-up run on archived agent a. Unarchive it first."}), ErrorKind::Internal),
+            (
+                json!({"code":"internal","message":"Agent agent-00000000 not found"}),
+                ErrorKind::NotFound,
+            ),
+            (
+                json!({"code":"internal","message":"Agent agent-1 already has active run"}),
+                ErrorKind::Busy,
+            ),
+            (
+                json!({"code":"not_found","message":"Unknown agent: agent-1"}),
+                ErrorKind::NotFound,
+            ),
+            (
+                json!({"code":"not_found","message":"Unknown run: run-1"}),
+                ErrorKind::NotFound,
+            ),
+            (
+                json!({"code":"invalid_argument","message":"Run run-1 not found"}),
+                ErrorKind::NotFound,
+            ),
+            (
+                json!({"code":"invalid_argument","message":"Cloud getRun requests require agentId"}),
+                ErrorKind::InvalidArgument,
+            ),
+            (
+                json!({"code":"internal","message":"Network request failed"}),
+                ErrorKind::Internal,
+            ),
+            (
+                json!({"code":"unauthenticated","message":"Unauthorized"}),
+                ErrorKind::Auth,
+            ),
+            (
+                json!({"code":"unimplemented","message":"Idempotency-Key is only supported for cloud CreateAgent in v1"}),
+                ErrorKind::Unsupported,
+            ),
+            (
+                json!({"code":"internal","message":"Cannot create follow-up run on archived agent a. Unarchive it first."}),
+                ErrorKind::Internal,
+            ),
         ];
         for (body, kind) in cases {
             assert_eq!(Error::from_connect_json(&body, Some(500)).kind, kind, "{body}");
@@ -401,7 +464,10 @@ mod tests {
 
     #[test]
     fn sdk_code_beats_connect_code() {
-        let d = proto::SdkErrorDetails { sdk_error_code: proto::SdkErrorCode::AgentBusy as i32, ..Default::default() };
+        let d = proto::SdkErrorDetails {
+            sdk_error_code: proto::SdkErrorCode::AgentBusy as i32,
+            ..Default::default()
+        };
         let e = Error::from_connect_json(
             &json!({"code":"internal","message":"busy","details":[{"type":"sdk.v1.SdkErrorDetails","value":details_b64(&d)}]}),
             Some(500),
@@ -429,6 +495,8 @@ mod tests {
         assert_eq!(Error::from_http_status(415, b"").kind, ErrorKind::Unsupported);
         assert_eq!(Error::from_http_status(401, b"").kind, ErrorKind::Auth);
         assert_eq!(Error::from_http_status(503, b"").kind, ErrorKind::Unavailable);
-        assert!(Error::from_http_status(502, b"bad gateway").message.contains("bad gateway"));
+        assert!(Error::from_http_status(502, b"bad gateway")
+            .message
+            .contains("bad gateway"));
     }
 }

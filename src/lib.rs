@@ -1,3 +1,6 @@
 //! cursor_sdk: the Cursor agent SDK as a library.
 
+pub mod error;
 pub mod proto;
+
+pub use error::{Error, ErrorKind, RateLimit, Result};
