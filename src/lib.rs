@@ -1,5 +1,6 @@
 //! cursor_sdk: the Cursor agent SDK as a library.
 
+pub mod bridge;
 pub mod error;
 pub mod proto;
 
