@@ -6,9 +6,12 @@
 //! (explicitly, on drop, or at process exit). If the host dies, even by SIGKILL, the supervisor
 //! takes the bridge down.
 
+// The crate-wide `Error` is large by design (it carries every detail the bridge sends); the
+// signatures here return it like the rest of the crate does.
+#![allow(clippy::result_large_err)]
+
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -29,7 +32,7 @@ pub use locate::{
     ENV_BRIDGE_CACHE, PROTOCOL,
 };
 pub use ready::{parse_ready_line, ReadyInfo, READY_PREFIX};
-pub use stderr::TAIL_BYTES;
+pub use stderr::{LineSink, TAIL_BYTES};
 
 /// The default time allowed from spawn to the ready line (the real bridge needs ~0.5–1 s).
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -54,7 +57,7 @@ pub struct LaunchOptions {
     pub client_language: String,
     /// Receives every stderr line after the ready line (token-free), on the drain thread.
     /// It must not block for long: the bridge stalls while its stderr pipe is full.
-    pub on_stderr_line: Option<Arc<dyn Fn(&str) + Send + Sync>>,
+    pub on_stderr_line: Option<LineSink>,
 }
 
 impl Default for LaunchOptions {
@@ -102,6 +105,7 @@ mod managed {
     use super::stderr::{tail_for_message, Startup};
     use super::*;
     use std::sync::mpsc::RecvTimeoutError;
+    use std::sync::Arc;
     use std::sync::{Once, Weak};
 
     use once_cell::sync::Lazy;

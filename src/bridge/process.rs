@@ -18,9 +18,11 @@ use super::stderr::{self, LineSink, Startup, StderrShared};
 use super::supervisor;
 use crate::error::{Error, ErrorKind, Result};
 
-/// Stop budget: graceful wait + TERM wait + KILL wait + stderr wait ≈ 6 s (the brief allows 7).
+/// Stop budget: graceful 2 + node TERM 1 + group TERM 1.5 + KILL 1 + 2 × 0.5 = 6.5 s at worst
+/// (the brief allows 7); typically node exits within ~15 ms of the first signal.
 const GRACEFUL_WAIT: Duration = Duration::from_secs(2);
-const TERM_WAIT: Duration = Duration::from_millis(2500);
+const NODE_TERM_WAIT: Duration = Duration::from_secs(1);
+const TERM_WAIT: Duration = Duration::from_millis(1500);
 const KILL_WAIT: Duration = Duration::from_secs(1);
 const EOF_WAIT: Duration = Duration::from_millis(500);
 /// How often liveness of node (not our child, so no notification) is polled while waiting.
@@ -212,35 +214,44 @@ impl Process {
                 self.wait_until(GRACEFUL_WAIT, gone);
             }
         }
-        if !self.wait_until(Duration::ZERO, gone) {
-            self.cut_lifeline();
-            if let Some(&pid) = self.node_pid.get() {
-                if pid_alive_in_group(pid, self.pgid) {
-                    // SAFETY: plain kill(2); pid checked to be in our group just now.
-                    unsafe { libc::kill(pid, libc::SIGTERM) };
-                }
+        // TERM node alone first: the launcher then exits, the supervisor reaps it and its watcher
+        // and exits, and we reap the supervisor, so every process is reaped by its own parent
+        // (signalling the group would orphan them; some container inits reap lazily).
+        if let Some(&pid) = self.node_pid.get() {
+            if !self.wait_until(Duration::ZERO, gone) && pid_alive_in_group(pid, self.pgid) {
+                // SAFETY: plain kill(2); pid checked to be in our group just now.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+                self.wait_until(NODE_TERM_WAIT, gone);
             }
+        }
+        if !self.wait_until(Duration::ZERO, gone) {
+            // Node ignores TERM for as long as a Send stream is open, or we do not know node yet
+            // (start-up failure): TERM the whole group, and let the supervisor's watcher act too.
+            self.cut_lifeline();
             kill_group(self.pgid, libc::SIGTERM);
-            // With no node pid (start-up failure), wait for stderr EOF: it means every process
-            // holding the pipe (launcher, fake bridges, their children) is gone.
+            // With no node pid, wait for stderr EOF: it means every process holding the pipe
+            // (launcher, fake bridges, their children) is gone.
             let known_node = self.node_pid.get().is_some();
             self.wait_until(TERM_WAIT, |p, st| p.gone(st) && (known_node || st.stderr_eof));
         }
-        // Whatever ignored TERM, and the supervisor's own helpers: KILL the whole group. The group
-        // id cannot have been reused while any member lives.
+        // Whatever ignored TERM: KILL node and the group. The group id cannot have been reused
+        // while any member lives.
         if let Some(&pid) = self.node_pid.get() {
             if pid_alive_in_group(pid, self.pgid) {
                 // SAFETY: plain kill(2).
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
         }
-        kill_group(self.pgid, libc::SIGKILL);
+        if group_has_live_members(self.pgid) {
+            kill_group(self.pgid, libc::SIGKILL);
+        }
         self.cut_lifeline();
         self.wait_until(KILL_WAIT, |_, st| st.exit.is_some());
         // The stderr thread ends at EOF; do not wait for ourselves if a log sink called stop.
         if std::thread::current().id() != self.stderr_thread {
             self.wait_until(EOF_WAIT, |_, st| st.stderr_eof);
         }
+        self.wait_until(EOF_WAIT, |p, _| !group_has_live_members(p.pgid));
         self.join_finished_threads();
         if let Some(dir) = self.token_dir.get() {
             let _ = std::fs::remove_dir_all(dir);
@@ -280,6 +291,40 @@ fn kill_group(pgid: libc::pid_t, sig: libc::c_int) {
         // SAFETY: plain killpg(2) on the group we created.
         unsafe { libc::killpg(pgid, sig) };
     }
+}
+
+/// Does any non-zombie process remain in group `pgid`?
+#[cfg(target_os = "linux")]
+pub fn group_has_live_members(pgid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    if pgid <= 1 || unsafe { libc::killpg(pgid, 0) } != 0 {
+        return false;
+    }
+    // killpg also counts zombies: look at the members themselves.
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<libc::pid_t>().ok()))
+        .any(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                return false;
+            };
+            // Fields after the command: state, ppid, pgrp, …
+            let mut f = rest.split_whitespace();
+            let state = f.next();
+            let pgrp = f.nth(1).and_then(|p| p.parse::<libc::pid_t>().ok());
+            pgrp == Some(pgid) && !matches!(state, Some("Z") | Some("X"))
+        })
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn group_has_live_members(pgid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    pgid > 1 && unsafe { libc::killpg(pgid, 0) } == 0
 }
 
 /// Is `pid` a live (non-zombie) process of group `pgid`? The group check guards against a

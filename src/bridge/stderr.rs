@@ -21,6 +21,7 @@ pub const TAIL_BYTES: usize = 16 * 1024;
 /// Lines longer than this are cut (a crash dump can be huge; we only want its gist).
 const MAX_LINE: usize = 8 * 1024;
 
+/// A log sink for stderr lines: `Arc<dyn Fn(&str) + Send + Sync>`.
 pub type LineSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The last [`TAIL_BYTES`] of stderr, by whole lines where possible.

@@ -50,6 +50,7 @@ trap 'kill -s TERM 0; sleep 1; kill -s KILL 0' HUP
 wait "$bp"
 st=$?
 kill -s KILL "$wp" 2>/dev/null
+wait "$wp" 2>/dev/null
 exit $st
 "#;
 

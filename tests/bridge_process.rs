@@ -1,0 +1,505 @@
+//! The managed bridge against the REAL cursor-sdk-bridge (fetched by `make fetch-bridge`).
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cursor_sdk::bridge::{self, LaunchOptions, ManagedBridge};
+use cursor_sdk::ErrorKind;
+
+/// The real bridge; a missing bridge fails loudly instead of skipping.
+fn bridge_bin() -> PathBuf {
+    let cache = std::env::var_os(bridge::ENV_BRIDGE_CACHE)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.cache/bridge")));
+    let bin = cache.join(bridge::CACHE_RELATIVE_BIN);
+    assert!(
+        bin.exists(),
+        "the real bridge is missing at {}: run `make fetch-bridge` (or set CURSOR_SDK_BRIDGE_CACHE)",
+        bin.display()
+    );
+    bin
+}
+
+/// A scratch directory removed on drop.
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "cursor-sdk-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn opts(ws: &TempDir) -> LaunchOptions {
+    LaunchOptions {
+        bridge_path: Some(bridge_bin()),
+        workspace: Some(ws.0.clone()),
+        ..Default::default()
+    }
+}
+
+/// Minimal HTTP/1.1 client: one POST on a fresh connection; returns (status, body).
+fn post(base_url: &str, path: &str, token: &str, body: &str) -> (u16, String) {
+    let authority = base_url.strip_prefix("http://").unwrap();
+    let mut s = TcpStream::connect(authority).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Connect-Protocol-Version: 1\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut r = BufReader::new(s);
+    let mut status_line = String::new();
+    r.read_line(&mut status_line).unwrap();
+    let status: u16 = status_line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let mut len = None;
+    let mut chunked = false;
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h).unwrap();
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        let (k, v) = h.split_once(':').unwrap();
+        match k.to_ascii_lowercase().as_str() {
+            "content-length" => len = Some(v.trim().parse::<usize>().unwrap()),
+            "transfer-encoding" => chunked = v.to_ascii_lowercase().contains("chunked"),
+            _ => {}
+        }
+    }
+    let mut body = Vec::new();
+    if let Some(n) = len {
+        body.resize(n, 0);
+        r.read_exact(&mut body).unwrap();
+    } else if chunked {
+        loop {
+            let mut size = String::new();
+            r.read_line(&mut size).unwrap();
+            let n = usize::from_str_radix(size.trim(), 16).unwrap();
+            let mut chunk = vec![0; n + 2];
+            r.read_exact(&mut chunk).unwrap();
+            if n == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..n]);
+        }
+    } else {
+        r.read_to_end(&mut body).unwrap();
+    }
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+const PING: &str = "/sdk.v1.SdkBridgeControlService/Ping";
+
+fn ping(b: &ManagedBridge) -> (u16, String) {
+    post(b.base_url(), PING, b.token(), "{}")
+}
+
+/// Is this pid a live, non-zombie process?
+fn alive(pid: u32) -> bool {
+    // SAFETY: kill(pid, 0) only checks.
+    if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat[stat.rfind(')').unwrap() + 1..]
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .to_string();
+            state != "Z" && state != "X"
+        }
+        Err(_) => !cfg!(target_os = "linux"),
+    }
+}
+
+/// Does any process (zombies included) remain in this process group?
+fn group_exists(pgid: u32) -> bool {
+    // SAFETY: killpg(pgid, 0) only checks.
+    unsafe { libc::killpg(pgid as libc::pid_t, 0) == 0 }
+}
+
+/// `ps` lines of the group's members, for failure messages.
+fn group_members(pgid: u32) -> Vec<String> {
+    let ps = Command::new("ps")
+        .args(["-eo", "pid,ppid,pgid,stat,args"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&ps.stdout)
+        .lines()
+        .filter(|l| l.split_whitespace().nth(2) == Some(&pgid.to_string()))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Non-zombie members only (after host death, init reaps the orphans, lazily in some sandboxes).
+fn group_has_live_members(pgid: u32) -> bool {
+    group_members(pgid)
+        .iter()
+        .any(|l| !l.split_whitespace().nth(3).unwrap_or("").starts_with('Z'))
+}
+
+fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if cond() {
+            return Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    cond().then(|| t0.elapsed())
+}
+
+fn token_dir(b: &ManagedBridge) -> PathBuf {
+    let dir = b.ready().auth_token_file.parent().unwrap().to_path_buf();
+    assert!(
+        dir.file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("cursor-sdk-bridge-"),
+        "{}",
+        dir.display()
+    );
+    dir
+}
+
+#[test]
+fn handshake_ping_auth_and_stop_from_two_threads() {
+    let ws = TempDir::new("ws");
+    let b = ManagedBridge::launch(&opts(&ws)).expect("launch");
+    let r = b.ready();
+    assert_eq!(r.server_version, "1.0.0");
+    assert!(r.pid > 1 && r.pid != std::process::id());
+    assert_eq!(r.host, "127.0.0.1");
+    assert!(r.port > 0);
+    assert_eq!(b.base_url(), format!("http://127.0.0.1:{}", r.port));
+    assert_eq!(r.raw["workspaceRef"], ws.0.to_str().unwrap());
+    assert!(r.raw.get("authToken").is_none());
+    assert_eq!(b.token().len(), 43, "a 32-byte base64url token");
+    assert!(b
+        .token()
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
+    let dir = token_dir(&b);
+    assert!(dir.is_dir());
+    assert!(b.is_alive());
+    assert!(b.exit_error().is_none());
+    assert!(alive(r.pid));
+
+    assert_eq!(ping(&b), (200, r#"{"message":"pong"}"#.to_string()));
+    let (status, _) = post(b.base_url(), PING, "wrong-token", "{}");
+    assert_eq!(status, 401);
+
+    let tail = b.stderr_tail();
+    assert!(tail.contains("cursor-sdk-bridge ready {"), "{tail}");
+    assert!(!tail.contains(b.token()));
+    assert!(!format!("{:?} {b:?}", b.ready()).contains(b.token()));
+
+    // Stop from two threads at once: both return, bounded, everything gone.
+    let pid = r.pid;
+    let pgid = b.process_group();
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| b.stop(None));
+        s.spawn(|| b.stop(None));
+    });
+    let took = t0.elapsed();
+    eprintln!("stop took {took:?}");
+    assert!(took < Duration::from_secs(7), "{took:?}");
+    assert!(!alive(pid), "node survived stop");
+    // Stop reaps every process through its own parent: not even a zombie is left in the group.
+    assert!(!group_exists(pgid), "left in group {pgid}: {:#?}", group_members(pgid));
+    assert!(!dir.exists(), "token dir left behind");
+    assert!(b.io_threads_finished(), "a helper thread outlived stop");
+    assert!(!b.is_alive());
+    assert_eq!(b.exit_error().unwrap().kind, ErrorKind::BridgeExited);
+    b.stop(None); // still idempotent
+}
+
+#[test]
+fn graceful_stop_uses_the_callers_shutdown_and_is_fast() {
+    let ws = TempDir::new("ws");
+    let b = ManagedBridge::launch(&opts(&ws)).expect("launch");
+    let (pid, dir, pgid) = (b.ready().pid, token_dir(&b), b.process_group());
+    let url = b.base_url().to_string();
+    let token = b.token().to_string();
+    let calls = AtomicUsize::new(0);
+    let shutdown = || {
+        calls.fetch_add(1, Ordering::SeqCst);
+        post(&url, "/sdk.v1.SdkBridgeControlService/Shutdown", &token, "{}").0 == 200
+    };
+    let t0 = Instant::now();
+    b.stop(Some(&shutdown));
+    let took = t0.elapsed();
+    eprintln!("graceful stop took {took:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(!alive(pid) && !dir.exists());
+    assert!(!group_exists(pgid), "left in group {pgid}: {:#?}", group_members(pgid));
+    b.stop(Some(&shutdown));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "graceful runs once");
+}
+
+#[test]
+fn drop_stops_everything() {
+    let ws = TempDir::new("ws");
+    let b = ManagedBridge::launch(&opts(&ws)).expect("launch");
+    let (pid, dir, pgid) = (b.ready().pid, token_dir(&b), b.process_group());
+    assert_eq!(ping(&b).0, 200);
+    let t0 = Instant::now();
+    drop(b);
+    assert!(t0.elapsed() < Duration::from_secs(7));
+    assert!(!alive(pid) && !dir.exists());
+    assert!(!group_exists(pgid), "left in group {pgid}: {:#?}", group_members(pgid));
+}
+
+#[test]
+fn exit_before_ready_reports_stderr() {
+    let ws = TempDir::new("ws");
+    let o = LaunchOptions {
+        args: vec!["--bogus".into()],
+        ..opts(&ws)
+    };
+    let e = ManagedBridge::launch(&o).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::BridgeStartFailed);
+    assert!(e.message.contains("Unknown argument: --bogus"), "{}", e.message);
+    assert!(
+        e.message.contains("exited before it was ready (exit status 1)"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn startup_timeout_kills_the_fake_bridge() {
+    let t = TempDir::new("fake");
+    let fake = t.0.join("cursor-sdk-bridge");
+    let pids = t.0.join("pids");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho 'fake bridge warming up' >&2\nsleep 300 &\necho \"$$ $!\" > '{}'\nwait\n",
+            pids.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = LaunchOptions {
+        bridge_path: Some(fake),
+        workspace: Some(t.0.clone()),
+        startup_timeout: Duration::from_millis(1500),
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    let e = ManagedBridge::launch(&o).unwrap_err();
+    let took = t0.elapsed();
+    eprintln!("timeout error after {took:?}: {}", e.message);
+    assert!(took >= Duration::from_millis(1450) && took < Duration::from_millis(1500) + Duration::from_secs(7));
+    assert_eq!(e.kind, ErrorKind::BridgeStartFailed);
+    assert!(e.message.contains("start-up timed out"), "{}", e.message);
+    assert!(e.message.contains("fake bridge warming up"), "{}", e.message);
+    let text = std::fs::read_to_string(&pids).unwrap();
+    for pid in text.split_whitespace().map(|p| p.parse::<u32>().unwrap()) {
+        assert!(!alive(pid), "fake bridge process {pid} survived");
+    }
+}
+
+#[test]
+fn verbose_bridge_keeps_working_because_stderr_is_drained() {
+    let ws = TempDir::new("ws");
+    let lines = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+    let sink_lines = lines.clone();
+    let o = LaunchOptions {
+        verbose: true,
+        on_stderr_line: Some(Arc::new(move |l: &str| sink_lines.lock().push(l.to_string()))),
+        ..opts(&ws)
+    };
+    let b = ManagedBridge::launch(&o).expect("launch");
+    // One kept-alive connection would be faster, but fresh ones are simpler and still quick.
+    for i in 0..500 {
+        assert_eq!(ping(&b).0, 200, "ping {i}");
+    }
+    assert!(b.is_alive());
+    let n = lines.lock().len();
+    assert!(n > 0, "verbose bridge logged nothing");
+    assert!(lines.lock().iter().all(|l| !l.contains(b.token())));
+    assert!(!lines.lock().iter().any(|l| l.starts_with("cursor-sdk-bridge ready ")));
+    assert!(b.stderr_tail().len() <= bridge::TAIL_BYTES);
+    eprintln!("{n} verbose stderr lines; last: {:?}", lines.lock().last());
+}
+
+#[test]
+fn node_killed_from_outside_is_noticed_quickly() {
+    let ws = TempDir::new("ws");
+    let b = ManagedBridge::launch(&opts(&ws)).expect("launch");
+    let pid = b.ready().pid;
+    // SAFETY: killing the bridge's node, which this test owns.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    let took = wait_for(Duration::from_secs(2), || !b.is_alive()).expect("is_alive still true after 2 s");
+    eprintln!("death noticed after {took:?}");
+    let e = b.exit_error().expect("exit_error after death");
+    assert_eq!(e.kind, ErrorKind::BridgeExited);
+    assert!(
+        e.message.contains("exit status 137 (killed by signal 9)"),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.message.contains("cursor-sdk-bridge ready"),
+        "tail missing: {}",
+        e.message
+    );
+    assert!(!e.message.contains(b.token()));
+    let dir = token_dir(&b);
+    b.stop(None);
+    assert!(!dir.exists());
+}
+
+#[test]
+fn bridge_launched_from_a_short_lived_thread_survives_it() {
+    let ws = TempDir::new("ws");
+    let o = opts(&ws);
+    let b = std::thread::spawn(move || ManagedBridge::launch(&o).expect("launch"))
+        .join()
+        .unwrap();
+    // PR_SET_PDEATHSIG would fire right when that thread exited; give it time to do harm.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(b.is_alive());
+    assert!(alive(b.ready().pid));
+    assert_eq!(ping(&b).0, 200);
+}
+
+const HOST_ENV: &str = "CURSOR_SDK_TEST_BRIDGE_HOST";
+
+/// Not a test on its own: the host process for `host_sigkill_leaves_no_orphan`, which runs this
+/// binary again with only this test and HOST_ENV set.
+#[test]
+#[ignore = "runs only as the child of host_sigkill_leaves_no_orphan"]
+fn host_process_for_sigkill_test() {
+    let Some(ws) = std::env::var_os(HOST_ENV) else {
+        eprintln!("host_process_for_sigkill_test: only meaningful as a child of host_sigkill_leaves_no_orphan");
+        return;
+    };
+    let b = ManagedBridge::launch(&LaunchOptions {
+        bridge_path: Some(bridge_bin()),
+        workspace: Some(PathBuf::from(ws)),
+        ..Default::default()
+    })
+    .expect("launch in host");
+    println!(
+        "HOST-READY pid={} pgid={} dir={}",
+        b.ready().pid,
+        b.process_group(),
+        b.ready().auth_token_file.parent().unwrap().display()
+    );
+    std::io::stdout().flush().unwrap();
+    std::thread::sleep(Duration::from_secs(120));
+    unreachable!("the parent test SIGKILLs this process");
+}
+
+#[test]
+fn host_sigkill_leaves_no_orphan() {
+    let ws = TempDir::new("host");
+    bridge_bin();
+    let mut host = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "host_process_for_sigkill_test",
+            "--nocapture",
+            "--include-ignored",
+        ])
+        .env(HOST_ENV, &ws.0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(host.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            if line.starts_with("HOST-READY ") {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let line = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(l) => l,
+        Err(_) => {
+            let _ = host.kill();
+            let _ = host.wait();
+            panic!("host never reported ready");
+        }
+    };
+    let field = |k: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .unwrap()
+            .to_string()
+    };
+    let pid: u32 = field("pid=").parse().unwrap();
+    let pgid: u32 = field("pgid=").parse().unwrap();
+    let dir = PathBuf::from(field("dir="));
+    assert!(alive(pid) && dir.is_dir());
+
+    host.kill().unwrap(); // SIGKILL: no destructors, no atexit
+    host.wait().unwrap();
+    let t0 = Instant::now();
+    let gone = wait_for(Duration::from_secs(2), || !alive(pid));
+    eprintln!("node gone after host SIGKILL: {gone:?}");
+    if gone.is_none() {
+        // Do not leave the orphan behind even when failing.
+        // SAFETY: killing the bridge this test started.
+        unsafe { libc::killpg(pgid as libc::pid_t, libc::SIGKILL) };
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        let _ = std::fs::remove_dir_all(&dir);
+        panic!("node {pid} still alive 2 s after the host was SIGKILLed");
+    }
+    let rest = Duration::from_secs(2).saturating_sub(t0.elapsed()) + Duration::from_millis(500);
+    assert!(
+        wait_for(rest, || !dir.exists()).is_some(),
+        "token dir {} not removed after host death",
+        dir.display()
+    );
+    assert!(
+        wait_for(Duration::from_secs(2), || !group_has_live_members(pgid)).is_some(),
+        "left in group {pgid}: {:#?}",
+        group_members(pgid)
+    );
+}
+
+#[test]
+fn locate_finds_the_real_bridge_and_its_manifest_is_sdk_v1() {
+    let bin = bridge_bin();
+    assert_eq!(bridge::locate(Some(&bin)).unwrap(), bin);
+    bridge::check_manifest(&bin).unwrap();
+    // Via the cache variable only (injected env, no process env mutation).
+    let cache = bin.ancestors().nth(4).unwrap().to_path_buf();
+    let env = move |k: &str| (k == bridge::ENV_BRIDGE_CACHE).then(|| cache.clone().into_os_string());
+    assert_eq!(bridge::locate_with(None, &env).unwrap(), bin);
+    assert!(Path::new(&bin).exists());
+}
