@@ -296,18 +296,7 @@ fn exit_before_ready_reports_stderr() {
 #[test]
 fn startup_timeout_kills_the_fake_bridge() {
     let t = TempDir::new("fake");
-    let fake = t.0.join("cursor-sdk-bridge");
-    let pids = t.0.join("pids");
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\necho 'fake bridge warming up' >&2\nsleep 300 &\necho \"$$ $!\" > '{}'\nwait\n",
-            pids.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (fake, pids) = fake_bridge(&t, "fake bridge warming up");
     let o = LaunchOptions {
         bridge_path: Some(fake),
         workspace: Some(t.0.clone()),
@@ -322,10 +311,7 @@ fn startup_timeout_kills_the_fake_bridge() {
     assert_eq!(e.kind, ErrorKind::BridgeStartFailed);
     assert!(e.message.contains("start-up timed out"), "{}", e.message);
     assert!(e.message.contains("fake bridge warming up"), "{}", e.message);
-    let text = std::fs::read_to_string(&pids).unwrap();
-    for pid in text.split_whitespace().map(|p| p.parse::<u32>().unwrap()) {
-        assert!(!alive(pid), "fake bridge process {pid} survived");
-    }
+    assert_fake_gone(&pids);
 }
 
 #[test]
@@ -394,6 +380,7 @@ fn bridge_launched_from_a_short_lived_thread_survives_it() {
 }
 
 const HOST_ENV: &str = "CURSOR_SDK_TEST_BRIDGE_HOST";
+const HOST_EXIT_ENV: &str = "CURSOR_SDK_TEST_BRIDGE_HOST_EXIT";
 
 /// Not a test on its own: the host process for `host_sigkill_leaves_no_orphan`, which runs this
 /// binary again with only this test and HOST_ENV set.
@@ -404,6 +391,7 @@ fn host_process_for_sigkill_test() {
         eprintln!("host_process_for_sigkill_test: only meaningful as a child of host_sigkill_leaves_no_orphan");
         return;
     };
+    let exit_normally = std::env::var_os(HOST_EXIT_ENV).is_some();
     let b = ManagedBridge::launch(&LaunchOptions {
         bridge_path: Some(bridge_bin()),
         workspace: Some(PathBuf::from(ws)),
@@ -417,27 +405,34 @@ fn host_process_for_sigkill_test() {
         b.ready().auth_token_file.parent().unwrap().display()
     );
     std::io::stdout().flush().unwrap();
+    if exit_normally {
+        // Neither stop nor drop: only the atexit hook can clean up before the process is gone.
+        std::mem::forget(b);
+        return;
+    }
     std::thread::sleep(Duration::from_secs(120));
     unreachable!("the parent test SIGKILLs this process");
 }
 
-#[test]
-fn host_sigkill_leaves_no_orphan() {
-    let ws = TempDir::new("host");
+/// Runs `host_process_for_sigkill_test` in a fresh process of this test binary; returns the
+/// child and its ready line's (node pid, process group, token dir).
+fn spawn_host(ws: &TempDir, exit_normally: bool) -> (std::process::Child, u32, u32, PathBuf) {
     bridge_bin();
-    let mut host = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "host_process_for_sigkill_test",
-            "--nocapture",
-            "--include-ignored",
-        ])
-        .env(HOST_ENV, &ws.0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "host_process_for_sigkill_test",
+        "--nocapture",
+        "--include-ignored",
+    ])
+    .env(HOST_ENV, &ws.0)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
+    if exit_normally {
+        cmd.env(HOST_EXIT_ENV, "1");
+    }
+    let mut host = cmd.spawn().unwrap();
     let out = BufReader::new(host.stdout.take().unwrap());
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -461,9 +456,29 @@ fn host_sigkill_leaves_no_orphan() {
             .unwrap()
             .to_string()
     };
-    let pid: u32 = field("pid=").parse().unwrap();
-    let pgid: u32 = field("pgid=").parse().unwrap();
-    let dir = PathBuf::from(field("dir="));
+    (
+        host,
+        field("pid=").parse().unwrap(),
+        field("pgid=").parse().unwrap(),
+        PathBuf::from(field("dir=")),
+    )
+}
+
+/// On failure, do not leave the orphan behind.
+fn cleanup_and_panic(pid: u32, pgid: u32, dir: &Path, msg: String) -> ! {
+    // SAFETY: killing the bridge this test started.
+    unsafe {
+        libc::killpg(pgid as libc::pid_t, libc::SIGKILL);
+        libc::kill(pid as libc::pid_t, libc::SIGKILL);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    panic!("{msg}");
+}
+
+#[test]
+fn host_sigkill_leaves_no_orphan() {
+    let ws = TempDir::new("host");
+    let (mut host, pid, pgid, dir) = spawn_host(&ws, false);
     assert!(alive(pid) && dir.is_dir());
 
     host.kill().unwrap(); // SIGKILL: no destructors, no atexit
@@ -472,24 +487,135 @@ fn host_sigkill_leaves_no_orphan() {
     let gone = wait_for(Duration::from_secs(2), || !alive(pid));
     eprintln!("node gone after host SIGKILL: {gone:?}");
     if gone.is_none() {
-        // Do not leave the orphan behind even when failing.
-        // SAFETY: killing the bridge this test started.
-        unsafe { libc::killpg(pgid as libc::pid_t, libc::SIGKILL) };
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-        let _ = std::fs::remove_dir_all(&dir);
-        panic!("node {pid} still alive 2 s after the host was SIGKILLed");
+        cleanup_and_panic(
+            pid,
+            pgid,
+            &dir,
+            format!("node {pid} still alive 2 s after the host was SIGKILLed"),
+        );
     }
     let rest = Duration::from_secs(2).saturating_sub(t0.elapsed()) + Duration::from_millis(500);
-    assert!(
-        wait_for(rest, || !dir.exists()).is_some(),
-        "token dir {} not removed after host death",
-        dir.display()
+    if wait_for(rest, || !dir.exists()).is_none() {
+        cleanup_and_panic(
+            pid,
+            pgid,
+            &dir,
+            format!("token dir {} not removed after host death", dir.display()),
+        );
+    }
+    if wait_for(Duration::from_secs(2), || !group_has_live_members(pgid)).is_none() {
+        cleanup_and_panic(
+            pid,
+            pgid,
+            &dir,
+            format!("left in group {pgid}: {:#?}", group_members(pgid)),
+        );
+    }
+}
+
+#[test]
+fn atexit_stops_a_leaked_bridge_at_normal_exit() {
+    let ws = TempDir::new("host");
+    let (mut host, pid, pgid, dir) = spawn_host(&ws, true);
+    let status = host.wait().unwrap();
+    // The lifeline would also fire now, but only after node's exit; the hook ran before the
+    // host was gone, so at this instant everything is already cleaned up.
+    let dir_left = dir.exists();
+    let node_left = alive(pid);
+    if !status.success() || dir_left || node_left {
+        cleanup_and_panic(
+            pid,
+            pgid,
+            &dir,
+            format!("host {status}; token dir left: {dir_left}; node alive: {node_left}"),
+        );
+    }
+}
+
+/// A fake bridge: a shell script that prints `stderr_text` and then sleeps, recording its pids.
+fn fake_bridge(t: &TempDir, stderr_text: &str) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = t.0.join("cursor-sdk-bridge");
+    let pids = t.0.join("pids");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ncat >&2 <<'EOF'\n{stderr_text}\nEOF\nsleep 300 &\necho \"$$ $!\" > '{}'\nwait\n",
+            pids.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (fake, pids)
+}
+
+fn assert_fake_gone(pids: &Path) {
+    let text = std::fs::read_to_string(pids).unwrap();
+    for pid in text.split_whitespace().map(|p| p.parse::<u32>().unwrap()) {
+        assert!(!alive(pid), "fake bridge process {pid} survived");
+    }
+}
+
+#[test]
+fn bad_ready_line_fails_without_leaking_the_inline_token() {
+    let secret = "INLINE-secret-token-0123456789abcdefghijklm";
+    let t = TempDir::new("fake");
+    let (fake, pids) = fake_bridge(
+        &t,
+        &format!(r#"cursor-sdk-bridge ready {{"schemaVersion":2,"pid":1,"authToken":"{secret}"}}"#),
     );
+    let o = LaunchOptions {
+        bridge_path: Some(fake),
+        workspace: Some(t.0.clone()),
+        ..Default::default()
+    };
+    let e = ManagedBridge::launch(&o).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::BridgeStartFailed);
+    assert!(e.message.contains("unsupported schemaVersion 2"), "{}", e.message);
+    assert!(!e.message.contains(secret), "{}", e.message);
     assert!(
-        wait_for(Duration::from_secs(2), || !group_has_live_members(pgid)).is_some(),
-        "left in group {pgid}: {:#?}",
-        group_members(pgid)
+        e.message.contains("cursor-sdk-bridge ready {"),
+        "redacted line expected: {}",
+        e.message
     );
+    wait_for(Duration::from_secs(2), || pids.exists());
+    assert_fake_gone(&pids);
+}
+
+#[test]
+fn old_bridge_with_inline_token_works_and_the_token_stays_secret() {
+    let secret = "INLINE-secret-token-0123456789abcdefghijklm";
+    let t = TempDir::new("fake");
+    // The fake announces its own shell's pid as node: stop must still take it down.
+    let (fake, pids) = fake_bridge(
+        &t,
+        &format!(
+            r#"cursor-sdk-bridge ready {{"schemaVersion":1,"transport":"tcp","protocol":"connect","pid":1,"host":"::1","port":9,"authToken":"{secret}"}}
+later line with {secret} inside"#
+        ),
+    );
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+    let sink = seen.clone();
+    let o = LaunchOptions {
+        bridge_path: Some(fake),
+        workspace: Some(t.0.clone()),
+        on_stderr_line: Some(Arc::new(move |l: &str| sink.lock().push(l.to_string()))),
+        ..Default::default()
+    };
+    let b = ManagedBridge::launch(&o).unwrap();
+    assert_eq!(b.token(), secret);
+    assert_eq!(b.base_url(), "http://[::1]:9");
+    assert!(b.ready().raw.get("authToken").is_none());
+    wait_for(Duration::from_secs(2), || !seen.lock().is_empty());
+    assert_eq!(*seen.lock(), vec!["later line with <redacted> inside".to_string()]);
+    assert!(!b.stderr_tail().contains(secret));
+    wait_for(Duration::from_secs(2), || pids.exists());
+    let pgid = b.process_group();
+    let t0 = Instant::now();
+    b.stop(None);
+    assert!(t0.elapsed() < Duration::from_secs(7));
+    assert_fake_gone(&pids);
+    assert!(!group_has_live_members(pgid), "{:#?}", group_members(pgid));
 }
 
 #[test]
