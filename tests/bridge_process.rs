@@ -532,7 +532,8 @@ fn atexit_stops_a_leaked_bridge_at_normal_exit() {
     }
 }
 
-/// A fake bridge: a shell script that prints `stderr_text` and then sleeps, recording its pids.
+/// A fake bridge: a shell script that records its pids (before any output, so they are known
+/// whatever launch does next), prints `stderr_text` and sleeps.
 fn fake_bridge(t: &TempDir, stderr_text: &str) -> (PathBuf, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let fake = t.0.join("cursor-sdk-bridge");
@@ -540,7 +541,7 @@ fn fake_bridge(t: &TempDir, stderr_text: &str) -> (PathBuf, PathBuf) {
     std::fs::write(
         &fake,
         format!(
-            "#!/bin/sh\ncat >&2 <<'EOF'\n{stderr_text}\nEOF\nsleep 300 &\necho \"$$ $!\" > '{}'\nwait\n",
+            "#!/bin/sh\nsleep 300 &\necho \"$$ $!\" > '{}'\ncat >&2 <<'EOF'\n{stderr_text}\nEOF\nwait\n",
             pids.display()
         ),
     )
@@ -578,7 +579,6 @@ fn bad_ready_line_fails_without_leaking_the_inline_token() {
         "redacted line expected: {}",
         e.message
     );
-    wait_for(Duration::from_secs(2), || pids.exists());
     assert_fake_gone(&pids);
 }
 
@@ -609,7 +609,6 @@ later line with {secret} inside"#
     wait_for(Duration::from_secs(2), || !seen.lock().is_empty());
     assert_eq!(*seen.lock(), vec!["later line with <redacted> inside".to_string()]);
     assert!(!b.stderr_tail().contains(secret));
-    wait_for(Duration::from_secs(2), || pids.exists());
     let pgid = b.process_group();
     let t0 = Instant::now();
     b.stop(None);
