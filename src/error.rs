@@ -90,6 +90,9 @@ pub struct RateLimit {
 }
 
 /// The library's error: a kind plus every detail the bridge gave.
+///
+/// Kept small (the rarely present details are boxed) so `Result<T, Error>` stays cheap to
+/// return, in this crate and in the callers' own functions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Error {
     pub kind: ErrorKind,
@@ -98,16 +101,23 @@ pub struct Error {
     /// `SdkErrorCode` from the details (0 when absent); unknown values are kept as numbers.
     pub sdk_error_code: i32,
     pub message: String,
-    /// Full request id from Cursor Cloud, when known.
+    /// HTTP status of the response that carried the error (200 for stream trailers).
+    pub http_status: Option<u16>,
+    /// Whether retrying the same call may succeed.
+    pub retryable: bool,
+    /// What else the bridge said, when it said more.
+    pub details: Option<Box<ErrorDetails>>,
+}
+
+/// The optional parts of an error, from `SdkErrorDetails`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ErrorDetails {
+    /// Full request id from Cursor Cloud.
     pub request_id: Option<String>,
     pub retry_after: Option<Duration>,
     pub rate_limit: Option<RateLimit>,
     pub help_url: Option<String>,
     pub provider: Option<String>,
-    /// HTTP status of the response that carried the error (200 for stream trailers).
-    pub http_status: Option<u16>,
-    /// Whether retrying the same call may succeed.
-    pub retryable: bool,
 }
 
 impl Error {
@@ -118,14 +128,32 @@ impl Error {
             connect_code: None,
             sdk_error_code: 0,
             message: message.into(),
-            request_id: None,
-            retry_after: None,
-            rate_limit: None,
-            help_url: None,
-            provider: None,
             http_status: None,
             retryable,
+            details: None,
         }
+    }
+
+    /// Full request id from Cursor Cloud, when known.
+    pub fn request_id(&self) -> Option<&str> {
+        self.details.as_ref()?.request_id.as_deref()
+    }
+
+    /// How long to wait before retrying, when the bridge said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.details.as_ref()?.retry_after
+    }
+
+    pub fn rate_limit(&self) -> Option<RateLimit> {
+        self.details.as_ref()?.rate_limit
+    }
+
+    pub fn help_url(&self) -> Option<&str> {
+        self.details.as_ref()?.help_url.as_deref()
+    }
+
+    pub fn provider(&self) -> Option<&str> {
+        self.details.as_ref()?.provider.as_deref()
     }
 
     pub fn invalid_argument(message: impl Into<String>) -> Error {
@@ -214,18 +242,23 @@ impl Error {
             if e.message.is_empty() {
                 e.message = d.message.clone();
             }
-            e.request_id = d.request_id.filter(|s| !s.is_empty());
-            e.help_url = d.help_url.filter(|s| !s.is_empty());
-            e.provider = d.provider.filter(|s| !s.is_empty());
-            e.retry_after = d.retry_after.and_then(|ra| duration_from_proto(ra.seconds, ra.nanos));
-            e.rate_limit = d.rate_limit.map(|r| RateLimit {
-                limit: r.limit,
-                remaining: r.remaining,
-                reset_epoch_seconds: r.reset_epoch_seconds,
-            });
+            let extra = ErrorDetails {
+                request_id: d.request_id.filter(|s| !s.is_empty()),
+                help_url: d.help_url.filter(|s| !s.is_empty()),
+                provider: d.provider.filter(|s| !s.is_empty()),
+                retry_after: d.retry_after.and_then(|ra| duration_from_proto(ra.seconds, ra.nanos)),
+                rate_limit: d.rate_limit.map(|r| RateLimit {
+                    limit: r.limit,
+                    remaining: r.remaining,
+                    reset_epoch_seconds: r.reset_epoch_seconds,
+                }),
+            };
+            if extra != ErrorDetails::default() {
+                e.details = Some(Box::new(extra));
+            }
         }
         e.kind = classify(e.sdk_error_code, code, &e.message);
-        e.retryable = e.retry_after.is_some()
+        e.retryable = e.retry_after().is_some()
             || matches!(
                 e.kind,
                 ErrorKind::RateLimited | ErrorKind::Unavailable | ErrorKind::Timeout | ErrorKind::Transport
@@ -278,9 +311,18 @@ fn classify(sdk_code: i32, connect_code: &str, message: &str) -> ErrorKind {
         }
     }
     let lower = message.to_ascii_lowercase();
+    // bridge-behavior.md §0: an unreachable Cursor backend is `internal` "Network request failed".
+    if lower == "network request failed" {
+        return ErrorKind::Unavailable;
+    }
     // bridge-behavior.md §3.4: "Agent … already has active run" arrives as `internal`.
     if lower.contains("already has active run") {
         return ErrorKind::Busy;
+    }
+    // §3.4: "Cannot delete agent …: active run … is not terminal" and "…archived agent…" are
+    // `internal` too, but are refusals of the agent's state.
+    if lower.contains("is not terminal") || lower.contains("on archived agent") {
+        return ErrorKind::FailedPrecondition;
     }
     match connect_code {
         "unauthenticated" => ErrorKind::Auth,
@@ -322,7 +364,7 @@ fn is_not_found_text(lower: &str) -> bool {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.kind.name(), self.message)?;
-        if let Some(id) = &self.request_id {
+        if let Some(id) = self.request_id() {
             write!(f, " (request id {id})")?;
         }
         Ok(())
@@ -381,18 +423,18 @@ mod tests {
         );
         assert_eq!(e.kind, ErrorKind::RateLimited);
         assert_eq!(e.message, "slow down");
-        assert_eq!(e.request_id.as_deref(), Some("req-0123456789abcdef-full"));
-        assert_eq!(e.retry_after, Some(Duration::from_millis(7500)));
+        assert_eq!(e.request_id(), Some("req-0123456789abcdef-full"));
+        assert_eq!(e.retry_after(), Some(Duration::from_millis(7500)));
         assert_eq!(
-            e.rate_limit,
+            e.rate_limit(),
             Some(RateLimit {
                 limit: Some(100),
                 remaining: Some(0),
                 reset_epoch_seconds: Some(1_800_000_000)
             })
         );
-        assert_eq!(e.help_url.as_deref(), Some("https://cursor.com/help"));
-        assert_eq!(e.provider.as_deref(), Some("anthropic"));
+        assert_eq!(e.help_url(), Some("https://cursor.com/help"));
+        assert_eq!(e.provider(), Some("anthropic"));
         assert!(e.retryable);
         assert_eq!(e.http_status, Some(429));
     }
@@ -442,7 +484,7 @@ mod tests {
             ),
             (
                 json!({"code":"internal","message":"Network request failed"}),
-                ErrorKind::Internal,
+                ErrorKind::Unavailable,
             ),
             (
                 json!({"code":"unauthenticated","message":"Unauthorized"}),
@@ -454,7 +496,11 @@ mod tests {
             ),
             (
                 json!({"code":"internal","message":"Cannot create follow-up run on archived agent a. Unarchive it first."}),
-                ErrorKind::Internal,
+                ErrorKind::FailedPrecondition,
+            ),
+            (
+                json!({"code":"internal","message":"Cannot delete agent a: active run r is not terminal. Call run.cancel() first."}),
+                ErrorKind::FailedPrecondition,
             ),
         ];
         for (body, kind) in cases {

@@ -1,7 +1,21 @@
 //! cursor_sdk: the Cursor agent SDK as a library.
+//!
+//! A blocking Rust core that finds, launches and supervises `cursor-sdk-bridge`, speaks its
+//! `sdk.v1` protocol (Connect over HTTP/1.1, protobuf), and turns every failure into one typed
+//! [`Error`].
 
+pub mod agent;
 pub mod bridge;
+pub mod client;
 pub mod error;
+pub mod log;
+pub mod message;
+pub mod options;
 pub mod proto;
+pub mod run;
+pub mod transport;
 
-pub use error::{Error, ErrorKind, RateLimit, Result};
+pub use agent::{Agent, ArtifactReader};
+pub use client::{BridgeEndpoint, BridgeVersion, Client, ClientOptions, Page, Pages};
+pub use error::{Error, ErrorDetails, ErrorKind, RateLimit, Result};
+pub use run::{Event, EventKind, Next, Run, RunResult, RunStatus};

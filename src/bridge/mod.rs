@@ -6,10 +6,6 @@
 //! (explicitly, on drop, or at process exit). If the host dies, even by SIGKILL, the supervisor
 //! takes the bridge down.
 
-// The crate-wide `Error` is large by design (it carries every detail the bridge sends); the
-// signatures here return it like the rest of the crate does.
-#![allow(clippy::result_large_err)]
-
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;

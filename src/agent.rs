@@ -1,0 +1,276 @@
+//! An agent handle: its id plus the `cwd` and API key it was made with, which every management
+//! call passes along (the bridge scopes store reads by `cwd`).
+
+use std::io::Read;
+
+use parking_lot::Mutex;
+
+use crate::client::{Client, AGENTS};
+use crate::error::{Error, Result};
+use crate::proto;
+use crate::run::{Origin, Run};
+use crate::transport::{FrameStream, Idempotency};
+
+/// A local or cloud agent known to the bridge.
+pub struct Agent {
+    client: Client,
+    id: String,
+    cwd: Option<String>,
+    api_key: String,
+    model: Mutex<Option<proto::ModelSelection>>,
+}
+
+impl Agent {
+    pub(crate) fn new(
+        client: Client,
+        id: String,
+        cwd: Option<String>,
+        api_key: String,
+        model: Option<proto::ModelSelection>,
+    ) -> Agent {
+        Agent {
+            client,
+            id,
+            cwd,
+            api_key,
+            model: Mutex::new(model),
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The client this agent belongs to.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The agent's working directory, for local agents.
+    pub fn cwd(&self) -> Option<&str> {
+        self.cwd.as_deref()
+    }
+
+    /// The model the next run uses (a send-time override persists, as upstream).
+    pub fn model(&self) -> Option<proto::ModelSelection> {
+        self.model.lock().clone()
+    }
+
+    pub(crate) fn set_model(&self, model: proto::ModelSelection) {
+        *self.model.lock() = Some(model);
+    }
+
+    pub(crate) fn key(&self) -> String {
+        self.client.key(&self.api_key)
+    }
+
+    fn op_opts(&self) -> proto::AgentOperationOptions {
+        proto::AgentOperationOptions {
+            cwd: self.cwd.clone().unwrap_or_default(),
+            api_key: self.api_key.clone(),
+        }
+    }
+
+    /// Sends a message and returns the live run once its stream is open (send-time errors,
+    /// such as an unknown or busy agent, are returned here). A model in `opts` persists for
+    /// later sends, as upstream.
+    pub fn send(&self, message: proto::UserMessage, opts: proto::SendOptions) -> Result<Run> {
+        self.send_with_key(message, opts, None)
+    }
+
+    /// Sends plain text with default options.
+    pub fn send_text(&self, text: &str) -> Result<Run> {
+        self.send(proto::UserMessage::text(text), proto::SendOptions::default())
+    }
+
+    /// `send` with an idempotency key (cloud agents; the bridge rejects it for local ones).
+    pub fn send_with_key(
+        &self,
+        message: proto::UserMessage,
+        opts: proto::SendOptions,
+        idempotency_key: Option<String>,
+    ) -> Result<Run> {
+        let model = opts.model.clone();
+        let req = proto::SendRequest {
+            agent_id: self.id.clone(),
+            message: Some(message),
+            options: Some(opts),
+            idempotency_key,
+        };
+        let run = Run::start_send(&self.client, self.origin(), &req)?;
+        if let Some(m) = model.filter(|m| !m.id.is_empty()) {
+            self.set_model(m);
+        }
+        Ok(run)
+    }
+
+    /// Opens the durable event stream of one of this agent's runs, after `after_offset`.
+    pub fn observe(&self, run_id: &str, after_offset: Option<&str>) -> Result<Run> {
+        Run::open_observe(&self.client, self.origin(), run_id, after_offset)
+    }
+
+    fn origin(&self) -> Origin {
+        Origin {
+            agent_id: self.id.clone(),
+            cwd: self.cwd.clone().unwrap_or_default(),
+        }
+    }
+
+    /// Fresh metadata from the store.
+    pub fn info(&self) -> Result<proto::SdkAgentInfo> {
+        self.client.get_agent(&self.id, self.op_opts())
+    }
+
+    pub fn archive(&self) -> Result<()> {
+        self.client.archive_agent(&self.id, self.op_opts())
+    }
+
+    pub fn unarchive(&self) -> Result<()> {
+        self.client.unarchive_agent(&self.id, self.op_opts())
+    }
+
+    /// Deletes the agent and its durable data (fails while a run is active).
+    pub fn delete(&self) -> Result<()> {
+        self.client.delete_agent(&self.id, self.op_opts())
+    }
+
+    /// Releases the bridge's in-memory agent (durable state stays; `resume` brings it back).
+    pub fn close(&self) -> Result<()> {
+        let req = proto::CloseAgentRequest {
+            agent_id: self.id.clone(),
+        };
+        self.client
+            .unary::<_, proto::CloseAgentResponse>(AGENTS, "CloseAgent", &req, Idempotency::NotIdempotent)
+            .map(drop)
+    }
+
+    /// Reloads the agent's durable state from its store.
+    pub fn reload(&self) -> Result<()> {
+        let req = proto::ReloadAgentRequest {
+            agent_id: self.id.clone(),
+        };
+        self.client
+            .unary::<_, proto::ReloadAgentResponse>(AGENTS, "ReloadAgent", &req, Idempotency::Idempotent)
+            .map(drop)
+    }
+
+    /// Messages recorded for the agent.
+    pub fn messages(&self, mut opts: proto::GetAgentMessagesOptions) -> Result<Vec<proto::AgentMessage>> {
+        if opts.cwd.is_empty() {
+            opts.cwd = self.client.cwd_or_workspace(self.cwd.as_deref().unwrap_or(""));
+        }
+        if opts.api_key.is_empty() {
+            opts.api_key = self.key();
+        }
+        let req = proto::ListAgentMessagesRequest {
+            agent_id: self.id.clone(),
+            options: Some(opts),
+        };
+        let r: proto::ListAgentMessagesResponse =
+            self.client
+                .unary(AGENTS, "ListAgentMessages", &req, Idempotency::Idempotent)?;
+        if r.messages.is_empty() {
+            // The bridge answers an unknown agent with an empty list: tell the two apart.
+            self.info()?;
+        }
+        Ok(r.messages)
+    }
+
+    /// Artifacts the agent produced (cloud agents).
+    pub fn artifacts(&self) -> Result<Vec<proto::SdkArtifact>> {
+        let req = proto::ListArtifactsRequest {
+            agent_id: self.id.clone(),
+        };
+        let r: proto::ListArtifactsResponse =
+            self.client
+                .unary(AGENTS, "ListArtifacts", &req, Idempotency::Idempotent)?;
+        Ok(r.artifacts)
+    }
+
+    /// Streams an artifact's bytes; read it like a file.
+    pub fn download_artifact(&self, path: &str) -> Result<ArtifactReader> {
+        let req = proto::DownloadArtifactRequest {
+            agent_id: self.id.clone(),
+            path: path.to_string(),
+        };
+        let mut stream = self.client.stream(AGENTS, "DownloadArtifact", &req)?;
+        // Surface errors (unknown agent, local agent) now rather than on first read.
+        let first = next_chunk(&mut stream)?;
+        Ok(ArtifactReader {
+            stream: Some(stream),
+            chunk: first.unwrap_or_default(),
+            pos: 0,
+        })
+    }
+
+    /// Token usage and cost (cloud agents; local agents fail).
+    pub fn usage(&self, run_id: Option<&str>) -> Result<proto::AgentUsage> {
+        let req = proto::GetUsageRequest {
+            agent_id: self.id.clone(),
+            run_id: run_id.map(str::to_string),
+        };
+        let r: proto::GetUsageResponse = self.client.unary(AGENTS, "GetUsage", &req, Idempotency::Idempotent)?;
+        Ok(r.usage.unwrap_or_default())
+    }
+
+    /// Runs of this agent (see [`Client::list_runs`] for the live-run caveat).
+    pub fn runs(&self, mut opts: proto::ListRunsOptions) -> Result<crate::client::Page<proto::RunSnapshot>> {
+        if opts.cwd.is_empty() {
+            opts.cwd = self.cwd.clone().unwrap_or_default();
+        }
+        if opts.api_key.is_empty() {
+            opts.api_key = self.api_key.clone();
+        }
+        self.client.list_runs(&self.id, opts)
+    }
+}
+
+fn next_chunk(stream: &mut FrameStream) -> Result<Option<Vec<u8>>> {
+    Ok(stream.next_message::<proto::DownloadArtifactChunk>()?.map(|c| c.data))
+}
+
+/// Reads a downloaded artifact chunk by chunk, without holding it all in memory.
+pub struct ArtifactReader {
+    stream: Option<FrameStream>,
+    chunk: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for ArtifactReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos >= self.chunk.len() {
+            let Some(stream) = self.stream.as_mut() else {
+                return Ok(0);
+            };
+            match next_chunk(stream) {
+                Ok(Some(c)) => {
+                    self.chunk = c;
+                    self.pos = 0;
+                }
+                Ok(None) => {
+                    self.stream = None;
+                    return Ok(0);
+                }
+                Err(e) => return Err(std::io::Error::other(e)),
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.pos);
+        buf[..n].copy_from_slice(&self.chunk[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+impl ArtifactReader {
+    /// Reads everything that is left.
+    pub fn read_all(mut self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_to_end(&mut out)
+            .map_err(|e| match e.into_inner().map(|i| i.downcast::<Error>()) {
+                Some(Ok(err)) => *err,
+                Some(Err(other)) => Error::internal(other.to_string()),
+                None => Error::internal("artifact read failed"),
+            })?;
+        Ok(out)
+    }
+}

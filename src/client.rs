@@ -1,0 +1,782 @@
+//! The blocking, thread-safe client: owns (or attaches to) one bridge and speaks `sdk.v1` to it.
+//!
+//! A managed bridge starts lazily on the first call (or at once with `eager`). When it dies, the
+//! call that notices fails with `BridgeExited` (carrying its stderr tail) and the next call starts
+//! a fresh one; agents live in the bridge's memory, so they must then be resumed.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde::Deserialize;
+
+use crate::agent::Agent;
+use crate::bridge::{LaunchOptions, ManagedBridge};
+use crate::error::{Error, ErrorKind, Result};
+use crate::options;
+use crate::proto;
+use crate::transport::{FrameStream, Idempotency, Transport, TransportOptions};
+
+pub(crate) const CONTROL: &str = "sdk.v1.SdkBridgeControlService";
+pub(crate) const AGENTS: &str = "sdk.v1.SdkAgentService";
+pub(crate) const CATALOG: &str = "sdk.v1.SdkCursorService";
+
+/// How to reach a bridge. Every field is optional; JSON keys are camelCase (snake_case accepted).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClientOptions {
+    /// Bridge executable; otherwise `CURSOR_SDK_BRIDGE_BIN`, the fetched cache, then `PATH`.
+    #[serde(alias = "bridge_path")]
+    pub bridge_path: Option<PathBuf>,
+    /// The bridge's workspace and the default `cwd` of local agents (default: current directory).
+    pub workspace: Option<PathBuf>,
+    /// Cursor API key (default: `CURSOR_API_KEY`). Sent explicitly on every call that needs one.
+    #[serde(alias = "api_key")]
+    pub api_key: Option<String>,
+    /// Attach to an existing bridge instead of launching one (with `bridge_token`); such a
+    /// bridge is never shut down by us. Default: `CURSOR_SDK_BRIDGE_URL`.
+    #[serde(alias = "bridge_url")]
+    pub bridge_url: Option<String>,
+    /// Bearer token of the attached bridge. Default: `CURSOR_SDK_BRIDGE_TOKEN`.
+    #[serde(alias = "bridge_token")]
+    pub bridge_token: Option<String>,
+    /// Time allowed for a launched bridge to print its ready line (default 30 000).
+    #[serde(alias = "startup_timeout_ms")]
+    pub startup_timeout_ms: Option<u64>,
+    /// Deadline of each unary call (default 60 000).
+    #[serde(alias = "request_timeout_ms")]
+    pub request_timeout_ms: Option<u64>,
+    /// A stream silent for this long (no event, no keepalive) is dead (default 60 000).
+    #[serde(alias = "stream_idle_timeout_ms")]
+    pub stream_idle_timeout_ms: Option<u64>,
+    /// Cap on one stream frame (default 64 MiB).
+    #[serde(alias = "max_frame_bytes")]
+    pub max_frame_bytes: Option<usize>,
+    /// Forward `--verbose` to the bridge (its per-RPC trace goes to the log sink).
+    #[serde(default)]
+    pub verbose: bool,
+    /// Start the bridge when the client is created instead of on first use.
+    #[serde(default)]
+    pub eager: bool,
+    /// Extra environment variables for a launched bridge.
+    #[serde(default, alias = "bridge_env")]
+    pub bridge_env: BTreeMap<String, String>,
+    /// Extra command-line arguments for a launched bridge.
+    #[serde(default, alias = "bridge_args")]
+    pub bridge_args: Vec<String>,
+}
+
+impl ClientOptions {
+    /// Parses options JSON; NULL or empty means all defaults. Unknown keys are errors.
+    pub fn from_json(json: Option<&str>) -> Result<ClientOptions> {
+        let text = json.map(str::trim).filter(|s| !s.is_empty()).unwrap_or("{}");
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| Error::invalid_argument(format!("client options: malformed JSON: {e}")))?;
+        if !value.is_object() {
+            return Err(Error::invalid_argument("client options: expected a JSON object"));
+        }
+        options::decode("client options", value)
+    }
+}
+
+/// Bridge build and protocol, from `GetVersion`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BridgeVersion {
+    pub bridge_version: String,
+    pub protocol_version: String,
+    pub capabilities: Vec<String>,
+}
+
+/// Where a bridge listens and the token it wants. `Debug` never shows the token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BridgeEndpoint {
+    pub url: String,
+    pub token: String,
+}
+
+impl std::fmt::Debug for BridgeEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BridgeEndpoint")
+            .field("url", &self.url)
+            .field("token", &"<redacted>")
+            .finish()
+    }
+}
+
+/// One page of a listing, with the cursor of the next page (None on the last).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+/// A live connection: the transport plus the bridge we launched, if any.
+pub(crate) struct Connection {
+    pub transport: Transport,
+    bridge: Option<ManagedBridge>,
+}
+
+impl Connection {
+    fn dead(&self) -> Option<Error> {
+        self.bridge.as_ref().and_then(ManagedBridge::exit_error)
+    }
+
+    fn stop(&self) {
+        if let Some(bridge) = &self.bridge {
+            let shutdown = || {
+                self.transport
+                    .unary::<_, proto::ShutdownResponse>(
+                        CONTROL,
+                        "Shutdown",
+                        &proto::ShutdownRequest { grace_seconds: 0 },
+                        Idempotency::NotIdempotent,
+                        Some(Duration::from_secs(2)),
+                    )
+                    .is_ok()
+            };
+            bridge.stop(Some(&shutdown));
+        }
+    }
+}
+
+struct Inner {
+    opts: ClientOptions,
+    workspace: PathBuf,
+    api_key: Option<String>,
+    attach: Option<(String, String)>,
+    conn: Mutex<Option<Arc<Connection>>>,
+    closed: Mutex<bool>,
+    live_runs: Mutex<std::collections::HashSet<String>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.get_mut().take() {
+            conn.stop();
+        }
+    }
+}
+
+/// The client. Cheap to clone and share across threads; the bridge stops when the last clone
+/// (and every agent made from it) is dropped, or on `shutdown()`.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl Client {
+    /// Creates a client. Nothing is launched until first use unless `opts.eager` is set.
+    pub fn new(opts: ClientOptions) -> Result<Client> {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let url = opts.bridge_url.clone().or_else(|| env("CURSOR_SDK_BRIDGE_URL"));
+        let token = opts
+            .bridge_token
+            .clone()
+            .or_else(|| env("CURSOR_SDK_BRIDGE_TOKEN"))
+            .or_else(|| env("CURSOR_SDK_BRIDGE_AUTH_TOKEN"));
+        let attach = match (url, token) {
+            (Some(u), Some(t)) => Some((u, t.trim().to_string())),
+            (None, None) => None,
+            (Some(_), None) => return Err(Error::invalid_argument("bridgeUrl is set but bridgeToken is not")),
+            (None, Some(_)) => return Err(Error::invalid_argument("bridgeToken is set but bridgeUrl is not")),
+        };
+        let workspace = match &opts.workspace {
+            Some(w) if w.is_absolute() => w.clone(),
+            Some(w) => std::env::current_dir()
+                .map_err(|e| Error::invalid_argument(format!("workspace: {e}")))?
+                .join(w),
+            None => std::env::current_dir().map_err(|e| Error::invalid_argument(format!("current directory: {e}")))?,
+        };
+        let api_key = opts
+            .api_key
+            .clone()
+            .filter(|k| !k.is_empty())
+            .or_else(|| env("CURSOR_API_KEY"));
+        let client = Client {
+            inner: Arc::new(Inner {
+                opts,
+                workspace,
+                api_key,
+                attach,
+                conn: Mutex::new(None),
+                closed: Mutex::new(false),
+                live_runs: Mutex::new(Default::default()),
+            }),
+        };
+        if client.inner.opts.eager {
+            client.connection()?;
+        }
+        Ok(client)
+    }
+
+    /// Creates a client from options JSON (see [`ClientOptions`]).
+    pub fn from_json(json: Option<&str>) -> Result<Client> {
+        Client::new(ClientOptions::from_json(json)?)
+    }
+
+    /// The workspace: the bridge's `--workspace` and the default `cwd` of local agents.
+    pub fn workspace(&self) -> &std::path::Path {
+        &self.inner.workspace
+    }
+
+    /// The API key the client sends by default, if any.
+    pub fn api_key(&self) -> Option<&str> {
+        self.inner.api_key.as_deref()
+    }
+
+    /// True when the client attached to an external bridge rather than launching one.
+    pub fn is_attached(&self) -> bool {
+        self.inner.attach.is_some()
+    }
+
+    /// Starts the bridge now (a no-op when it runs already or when attached).
+    pub fn start(&self) -> Result<()> {
+        self.connection().map(|_| ())
+    }
+
+    /// The launched bridge's stderr tail (empty when attached or not started).
+    pub fn bridge_stderr_tail(&self) -> String {
+        let conn = self.inner.conn.lock().clone();
+        conn.and_then(|c| c.bridge.as_ref().map(ManagedBridge::stderr_tail))
+            .unwrap_or_default()
+    }
+
+    /// The base URL of the bridge in use (launched or attached), once connected.
+    pub fn bridge_url(&self) -> Option<String> {
+        if let Some((url, _)) = &self.inner.attach {
+            return Some(url.clone());
+        }
+        let conn = self.inner.conn.lock().clone();
+        conn.and_then(|c| c.bridge.as_ref().map(|b| b.base_url().to_string()))
+    }
+
+    /// URL and token of the bridge in use, so another client (or process) can attach to it.
+    /// Treat the token as a secret: it grants full control of the bridge.
+    pub fn bridge_endpoint(&self) -> Result<BridgeEndpoint> {
+        if let Some((url, token)) = &self.inner.attach {
+            return Ok(BridgeEndpoint {
+                url: url.clone(),
+                token: token.clone(),
+            });
+        }
+        let conn = self.connection()?;
+        let bridge = conn.bridge.as_ref().ok_or_else(|| Error::internal("no bridge"))?;
+        Ok(BridgeEndpoint {
+            url: bridge.base_url().to_string(),
+            token: bridge.token().to_string(),
+        })
+    }
+
+    /// A handle to an existing agent by id, without contacting the bridge. Management calls
+    /// work through it at once; to send, load the agent into the bridge with `resume_agent`.
+    pub fn agent_handle(&self, agent_id: &str, cwd: Option<&str>) -> Agent {
+        Agent::new(
+            self.clone(),
+            agent_id.to_string(),
+            cwd.map(str::to_string),
+            String::new(),
+            None,
+        )
+    }
+
+    /// The launched bridge's node pid, if one runs.
+    pub fn bridge_pid(&self) -> Option<u32> {
+        let conn = self.inner.conn.lock().clone();
+        conn.and_then(|c| c.bridge.as_ref().map(|b| b.ready().pid))
+    }
+
+    /// Stops a launched bridge (Shutdown RPC, then signals; bounded) and refuses later calls.
+    /// Idempotent and safe from any thread. An attached bridge is left running.
+    pub fn shutdown(&self) {
+        *self.inner.closed.lock() = true;
+        let conn = self.inner.conn.lock().take();
+        if let Some(conn) = conn {
+            conn.stop();
+        }
+    }
+
+    pub(crate) fn connection(&self) -> Result<Arc<Connection>> {
+        if *self.inner.closed.lock() {
+            return Err(Error::usage("the client was shut down"));
+        }
+        let mut slot = self.inner.conn.lock();
+        if let Some(conn) = slot.as_ref() {
+            match conn.dead() {
+                None => return Ok(conn.clone()),
+                Some(err) => {
+                    slot.take();
+                    return Err(err);
+                }
+            }
+        }
+        let conn = Arc::new(self.open()?);
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    fn open(&self) -> Result<Connection> {
+        let o = &self.inner.opts;
+        let topts = TransportOptions {
+            unary_timeout: o
+                .request_timeout_ms
+                .map(Duration::from_millis)
+                .unwrap_or(Duration::from_secs(60)),
+            stream_idle_timeout: o
+                .stream_idle_timeout_ms
+                .map(Duration::from_millis)
+                .unwrap_or(Duration::from_secs(60)),
+            max_frame_bytes: o
+                .max_frame_bytes
+                .unwrap_or(crate::transport::frame::DEFAULT_MAX_FRAME_BYTES),
+        };
+        if let Some((url, token)) = &self.inner.attach {
+            return Ok(Connection {
+                transport: Transport::new(url, token, topts)?,
+                bridge: None,
+            });
+        }
+        let launch = LaunchOptions {
+            bridge_path: o.bridge_path.clone(),
+            workspace: Some(self.inner.workspace.clone()),
+            api_key: self.inner.api_key.clone(),
+            verbose: o.verbose,
+            startup_timeout: Duration::from_millis(o.startup_timeout_ms.unwrap_or(30_000)),
+            args: o.bridge_args.iter().map(OsString::from).collect(),
+            env: o
+                .bridge_env
+                .iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                .collect(),
+            on_stderr_line: Some(Arc::new(|line: &str| crate::log::emit(crate::log::Level::Debug, line))),
+            ..LaunchOptions::default()
+        };
+        let bridge = ManagedBridge::launch(&launch)?;
+        let transport = Transport::new(bridge.base_url(), bridge.token(), topts)?;
+        Ok(Connection {
+            transport,
+            bridge: Some(bridge),
+        })
+    }
+
+    /// Runs `f` on the live connection; a failure caused by the bridge dying becomes
+    /// `BridgeExited` with its stderr tail.
+    pub(crate) fn call<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let conn = self.connection()?;
+        match f(&conn) {
+            Ok(v) => Ok(v),
+            Err(e) if matches!(e.kind, ErrorKind::Transport | ErrorKind::Timeout | ErrorKind::Protocol) => {
+                Err(self.explain_failure(&conn, e))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// If the bridge died, says so (and drops the dead connection); otherwise returns `e`.
+    pub(crate) fn explain_failure(&self, conn: &Arc<Connection>, e: Error) -> Error {
+        if conn.bridge.is_some() {
+            // The bridge may take a moment to be reaped after its socket closed.
+            for _ in 0..20 {
+                if let Some(dead) = conn.dead() {
+                    let mut slot = self.inner.conn.lock();
+                    if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
+                        slot.take();
+                    }
+                    return dead;
+                }
+                if e.kind != ErrorKind::Transport {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        e
+    }
+
+    pub(crate) fn unary<Req: prost::Message, Resp: prost::Message + Default>(
+        &self,
+        service: &str,
+        method: &str,
+        req: &Req,
+        idempotency: Idempotency,
+    ) -> Result<Resp> {
+        self.call(|c| c.transport.unary(service, method, req, idempotency, None))
+    }
+
+    pub(crate) fn stream<Req: prost::Message>(&self, service: &str, method: &str, req: &Req) -> Result<FrameStream> {
+        self.call(|c| c.transport.stream(service, method, req))
+    }
+
+    /// The key to send: the explicit one, else the client's; never empty.
+    pub(crate) fn key(&self, explicit: &str) -> String {
+        if explicit.is_empty() {
+            self.inner.api_key.clone().unwrap_or_default()
+        } else {
+            explicit.to_string()
+        }
+    }
+
+    fn catalog_key(&self, explicit: Option<&str>) -> Result<proto::CursorRequestOptions> {
+        let key = self.key(explicit.unwrap_or(""));
+        if key.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Auth,
+                "no Cursor API key: set CURSOR_API_KEY or pass apiKey (get one at https://cursor.com/dashboard → Integrations)",
+            ));
+        }
+        Ok(proto::CursorRequestOptions { api_key: key })
+    }
+
+    /// The `cwd` for management calls: the given one, else the workspace (the bridge scopes
+    /// store reads by cwd, so agents made elsewhere are only found with theirs).
+    pub(crate) fn cwd_or_workspace(&self, cwd: &str) -> String {
+        if cwd.is_empty() {
+            self.inner.workspace.to_string_lossy().into_owned()
+        } else {
+            cwd.to_string()
+        }
+    }
+
+    // ---- control ----
+
+    /// `Ping`: the bridge is up and accepts our token.
+    pub fn ping(&self) -> Result<()> {
+        let r: proto::PingResponse = self.unary(CONTROL, "Ping", &proto::PingRequest {}, Idempotency::Idempotent)?;
+        if r.message != "pong" {
+            return Err(Error::protocol(format!("Ping answered {:?}", r.message)));
+        }
+        Ok(())
+    }
+
+    /// `GetVersion`: bridge version, protocol, capabilities.
+    pub fn version(&self) -> Result<BridgeVersion> {
+        let r: proto::GetVersionResponse = self.unary(
+            CONTROL,
+            "GetVersion",
+            &proto::GetVersionRequest {},
+            Idempotency::Idempotent,
+        )?;
+        Ok(BridgeVersion {
+            bridge_version: r.bridge_version,
+            protocol_version: r.protocol_version,
+            capabilities: r.capabilities,
+        })
+    }
+
+    // ---- catalog ----
+
+    /// The account of the API key (explicit, else the client's).
+    pub fn me(&self, api_key: Option<&str>) -> Result<proto::SdkUser> {
+        let req = proto::MeRequest {
+            options: Some(self.catalog_key(api_key)?),
+        };
+        let r: proto::MeResponse = self.unary(CATALOG, "Me", &req, Idempotency::Idempotent)?;
+        r.user.ok_or_else(|| Error::protocol("Me returned no user"))
+    }
+
+    /// Models the account may use.
+    pub fn models(&self, api_key: Option<&str>) -> Result<Vec<proto::SdkModel>> {
+        let req = proto::ListModelsRequest {
+            options: Some(self.catalog_key(api_key)?),
+        };
+        let r: proto::ListModelsResponse = self.unary(CATALOG, "ListModels", &req, Idempotency::Idempotent)?;
+        Ok(r.items)
+    }
+
+    /// Repositories the account can use with cloud agents.
+    pub fn repositories(&self, api_key: Option<&str>) -> Result<Vec<proto::SdkRepository>> {
+        let req = proto::ListRepositoriesRequest {
+            options: Some(self.catalog_key(api_key)?),
+        };
+        let r: proto::ListRepositoriesResponse =
+            self.unary(CATALOG, "ListRepositories", &req, Idempotency::Idempotent)?;
+        Ok(r.items)
+    }
+
+    // ---- agents ----
+
+    /// Creates an agent. Local agents without a `cwd` get the workspace; the API key is filled in.
+    pub fn create_agent(&self, mut opts: proto::AgentOptions) -> Result<Agent> {
+        self.prepare_agent_options(&mut opts);
+        let cwd = opts.local.as_ref().and_then(|l| l.cwd.first().cloned());
+        let req = proto::CreateAgentRequest {
+            options: Some(opts.clone()),
+            idempotency_key: None,
+        };
+        let r: proto::CreateAgentResponse = self.unary(AGENTS, "CreateAgent", &req, Idempotency::NotIdempotent)?;
+        Ok(Agent::new(
+            self.clone(),
+            r.agent_id,
+            cwd,
+            opts.api_key,
+            r.model.or(opts.model),
+        ))
+    }
+
+    /// Creates an agent from options JSON (proto3 JSON plus shorthands, see [`crate::options`]).
+    pub fn create_agent_json(&self, json: Option<&str>) -> Result<Agent> {
+        self.create_agent(options::agent_options(json)?)
+    }
+
+    /// Re-attaches to an existing agent, applying `opts` (model, key, tools…).
+    pub fn resume_agent(&self, agent_id: &str, mut opts: proto::AgentOptions) -> Result<Agent> {
+        if agent_id.is_empty() {
+            return Err(Error::invalid_argument("agent id is empty"));
+        }
+        self.prepare_agent_options(&mut opts);
+        let cwd = opts.local.as_ref().and_then(|l| l.cwd.first().cloned());
+        let req = proto::ResumeAgentRequest {
+            agent_id: agent_id.to_string(),
+            options: Some(opts.clone()),
+        };
+        let r: proto::ResumeAgentResponse = self.unary(AGENTS, "ResumeAgent", &req, Idempotency::NotIdempotent)?;
+        let id = if r.agent_id.is_empty() {
+            agent_id.to_string()
+        } else {
+            r.agent_id
+        };
+        Ok(Agent::new(self.clone(), id, cwd, opts.api_key, r.model.or(opts.model)))
+    }
+
+    fn prepare_agent_options(&self, opts: &mut proto::AgentOptions) {
+        opts.api_key = self.key(&opts.api_key);
+        if opts.cloud.is_none() {
+            let local = opts.local.get_or_insert_with(Default::default);
+            if local.cwd.is_empty() {
+                local.cwd.push(self.inner.workspace.to_string_lossy().into_owned());
+            }
+        }
+    }
+
+    /// Metadata of one agent. `cwd` empty means the workspace.
+    pub fn get_agent(&self, agent_id: &str, mut opts: proto::AgentOperationOptions) -> Result<proto::SdkAgentInfo> {
+        opts.cwd = self.cwd_or_workspace(&opts.cwd);
+        opts.api_key = self.key(&opts.api_key);
+        let req = proto::GetAgentRequest {
+            agent_id: agent_id.to_string(),
+            options: Some(opts),
+        };
+        let r: proto::GetAgentResponse = self.unary(AGENTS, "GetAgent", &req, Idempotency::Idempotent)?;
+        r.agent.ok_or_else(|| Error::protocol("GetAgent returned no agent"))
+    }
+
+    /// One page of agents. Pass the previous page's `next_cursor` in `opts.cursor` for the next.
+    pub fn list_agents(&self, mut opts: proto::ListAgentsOptions) -> Result<Page<proto::SdkAgentInfo>> {
+        if opts.runtime != proto::Runtime::Cloud as i32 {
+            opts.cwd = self.cwd_or_workspace(&opts.cwd);
+        }
+        opts.api_key = self.key(&opts.api_key);
+        let req = proto::ListAgentsRequest { options: Some(opts) };
+        let r: proto::ListAgentsResponse = self.unary(AGENTS, "ListAgents", &req, Idempotency::Idempotent)?;
+        Ok(Page {
+            items: r.items,
+            next_cursor: Some(r.next_cursor).filter(|c| !c.is_empty()),
+        })
+    }
+
+    /// Every agent, page by page (`opts.limit` is the page size).
+    pub fn agents(&self, opts: proto::ListAgentsOptions) -> Pages<proto::SdkAgentInfo> {
+        let client = self.clone();
+        Pages::new(Box::new(move |cursor: Option<String>| {
+            let mut o = opts.clone();
+            o.cursor = cursor.unwrap_or_default();
+            client.list_agents(o)
+        }))
+    }
+
+    /// Archives an agent (hidden from default listings).
+    pub fn archive_agent(&self, agent_id: &str, opts: proto::AgentOperationOptions) -> Result<()> {
+        let req = proto::ArchiveAgentRequest {
+            agent_id: agent_id.to_string(),
+            options: Some(self.op_opts(opts)),
+        };
+        self.unary::<_, proto::ArchiveAgentResponse>(AGENTS, "ArchiveAgent", &req, Idempotency::NotIdempotent)
+            .map(drop)
+    }
+
+    /// Restores an archived agent.
+    pub fn unarchive_agent(&self, agent_id: &str, opts: proto::AgentOperationOptions) -> Result<()> {
+        let req = proto::UnarchiveAgentRequest {
+            agent_id: agent_id.to_string(),
+            options: Some(self.op_opts(opts)),
+        };
+        self.unary::<_, proto::UnarchiveAgentResponse>(AGENTS, "UnarchiveAgent", &req, Idempotency::NotIdempotent)
+            .map(drop)
+    }
+
+    /// Deletes an agent and its durable data. Fails with `FailedPrecondition` while a run of
+    /// the agent is live; cancel it first.
+    ///
+    /// The bridge pre-creates a `queued` run with every agent and refuses to delete an agent
+    /// whose queued run never started. Such a run (one this client is not streaming) is
+    /// cancelled and the delete retried once. (Never done for runs this client streams:
+    /// `GetRun` on a live run would detach it.)
+    pub fn delete_agent(&self, agent_id: &str, opts: proto::AgentOperationOptions) -> Result<()> {
+        let req = proto::DeleteAgentRequest {
+            agent_id: agent_id.to_string(),
+            options: Some(self.op_opts(opts)),
+        };
+        let delete =
+            || self.unary::<_, proto::DeleteAgentResponse>(AGENTS, "DeleteAgent", &req, Idempotency::NotIdempotent);
+        match delete() {
+            Err(e) if e.kind == ErrorKind::FailedPrecondition => {
+                let Some(run_id) = blocking_run(&e.message).filter(|r| !self.inner.live_runs.lock().contains(*r))
+                else {
+                    return Err(e);
+                };
+                // The bridge only cancels runs in its registry; GetRun registers the queued one.
+                let get = proto::GetRunOptions {
+                    cwd: req.options.as_ref().map(|o| o.cwd.clone()).unwrap_or_default(),
+                    ..Default::default()
+                };
+                self.get_run(run_id, get)?;
+                let cancel = proto::CancelRunRequest {
+                    run_id: run_id.to_string(),
+                    agent_id: None,
+                };
+                self.unary::<_, proto::CancelRunResponse>(AGENTS, "CancelRun", &cancel, Idempotency::Idempotent)?;
+                delete().map(drop)
+            }
+            other => other.map(drop),
+        }
+    }
+
+    /// Records whether this client streams a run right now (see `delete_agent`).
+    pub(crate) fn track_live_run(&self, run_id: &str, live: bool) {
+        let mut runs = self.inner.live_runs.lock();
+        if live {
+            runs.insert(run_id.to_string());
+        } else {
+            runs.remove(run_id);
+        }
+    }
+
+    pub(crate) fn op_opts(&self, mut opts: proto::AgentOperationOptions) -> proto::AgentOperationOptions {
+        opts.cwd = self.cwd_or_workspace(&opts.cwd);
+        opts.api_key = self.key(&opts.api_key);
+        opts
+    }
+
+    /// One-shot: create an agent, send `text`, wait, close the agent; returns the result.
+    pub fn prompt(&self, text: &str, opts: proto::AgentOptions) -> Result<crate::run::RunResult> {
+        let agent = self.create_agent(opts)?;
+        let outcome = agent.send_text(text).and_then(|run| run.wait(None));
+        let _ = agent.close();
+        outcome
+    }
+
+    // ---- runs ----
+
+    /// One page of an agent's runs. Beware: listing a *live* run detaches the bridge's live
+    /// handle (bridge-behavior §3.4), so do not list while you stream a run of that agent.
+    pub fn list_runs(&self, agent_id: &str, mut opts: proto::ListRunsOptions) -> Result<Page<proto::RunSnapshot>> {
+        if opts.runtime != proto::Runtime::Cloud as i32 {
+            opts.cwd = self.cwd_or_workspace(&opts.cwd);
+        }
+        opts.api_key = self.key(&opts.api_key);
+        let req = proto::ListRunsRequest {
+            agent_id: agent_id.to_string(),
+            options: Some(opts),
+        };
+        let r: proto::ListRunsResponse = self.unary(AGENTS, "ListRuns", &req, Idempotency::Idempotent)?;
+        Ok(Page {
+            items: r.items,
+            next_cursor: Some(r.next_cursor).filter(|c| !c.is_empty()),
+        })
+    }
+
+    /// A run's snapshot. The same caveat as [`Client::list_runs`] applies to live runs.
+    pub fn get_run(&self, run_id: &str, mut opts: proto::GetRunOptions) -> Result<proto::RunSnapshot> {
+        if opts.runtime != proto::Runtime::Cloud as i32 {
+            opts.cwd = self.cwd_or_workspace(&opts.cwd);
+        }
+        opts.api_key = self.key(&opts.api_key);
+        let req = proto::GetRunRequest {
+            run_id: run_id.to_string(),
+            options: Some(opts),
+        };
+        let r: proto::GetRunResponse = self.unary(AGENTS, "GetRun", &req, Idempotency::Idempotent)?;
+        r.run.ok_or_else(|| Error::protocol("GetRun returned no run"))
+    }
+
+    /// The conversation of a run, as the JSON document the bridge keeps.
+    pub fn run_conversation(&self, run_id: &str) -> Result<String> {
+        let req = proto::GetRunConversationRequest {
+            run_id: run_id.to_string(),
+        };
+        let r: proto::GetRunConversationResponse =
+            self.unary(AGENTS, "GetRunConversation", &req, Idempotency::Idempotent)?;
+        Ok(r.conversation_json)
+    }
+}
+
+/// The run named by the bridge's "active run <id> is not terminal" refusal.
+fn blocking_run(message: &str) -> Option<&str> {
+    let rest = &message[message.find("active run ")? + "active run ".len()..];
+    let id = rest.split_whitespace().next()?;
+    rest[id.len()..]
+        .trim_start()
+        .starts_with("is not terminal")
+        .then_some(id)
+}
+
+type PageFn<T> = Box<dyn FnMut(Option<String>) -> Result<Page<T>> + Send>;
+
+/// Iterates items across pages, fetching the next page when the current one is used up.
+pub struct Pages<T> {
+    fetch: PageFn<T>,
+    buffer: std::vec::IntoIter<T>,
+    cursor: Option<String>,
+    done: bool,
+}
+
+impl<T> Pages<T> {
+    fn new(fetch: PageFn<T>) -> Self {
+        Pages {
+            fetch,
+            buffer: Vec::new().into_iter(),
+            cursor: None,
+            done: false,
+        }
+    }
+}
+
+impl<T> Iterator for Pages<T> {
+    type Item = Result<T>;
+    fn next(&mut self) -> Option<Result<T>> {
+        loop {
+            if let Some(item) = self.buffer.next() {
+                return Some(Ok(item));
+            }
+            if self.done {
+                return None;
+            }
+            match (self.fetch)(self.cursor.take()) {
+                Ok(page) => {
+                    self.done = page.next_cursor.is_none();
+                    self.cursor = page.next_cursor;
+                    self.buffer = page.items.into_iter();
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::blocking_run;
+
+    #[test]
+    fn blocking_run_is_parsed_from_the_refusal() {
+        let m = "Cannot delete agent agent-1: active run run-2 is not terminal. Call run.cancel() first.";
+        assert_eq!(blocking_run(m), Some("run-2"));
+        assert_eq!(blocking_run("Agent agent-1 not found"), None);
+        assert_eq!(blocking_run("active run run-2 is fine"), None);
+    }
+}

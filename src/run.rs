@@ -1,0 +1,967 @@
+//! Runs: a live `Send` (or durable `ObserveRun`) stream read by a background thread into a
+//! bounded queue, with typed events, waiting, cancelling, status changes and self-recovery.
+//!
+//! Recovery rule: when the `Send` stream breaks before its `result`/`done` and the bridge is
+//! still alive, the reader re-attaches with `ObserveRun` from the start of the durable log and
+//! skips what it already delivered: the log's `request` message (which `Send` never shows) and
+//! as many `sdk_message` events as were delivered. Deltas and steps are not durable and are not
+//! replayed. If `ObserveRun` cannot serve the run, it waits with `WaitLiveRun`, and as a last
+//! resort reads the `GetRun` snapshot, so the terminal result is always delivered. It never
+//! calls `GetRun`/`ListRuns` on a run that may be live (that detaches the bridge's live handle).
+//! If the bridge process died, the run ends at once with a `BridgeExited` error.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+use crate::client::{Client, AGENTS};
+use crate::error::{Error, ErrorKind, Result};
+use crate::proto::{self, run_stream_message::Envelope};
+use crate::transport::http::Aborter;
+use crate::transport::{FrameStream, Idempotency};
+
+/// Events buffered between the reader thread and the consumer; the reader blocks when full,
+/// which is what bounds memory for a slow consumer.
+const QUEUE_CAPACITY: usize = 256;
+
+/// What an event carries. Values are part of the C ABI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum EventKind {
+    /// An `sdk_message` (type "assistant", "status", "tool_call", …).
+    Message = 1,
+    /// An `interaction_update` (only with `enableDeltas`).
+    Delta = 2,
+    /// A conversation `step` (only with `enableSteps`).
+    Step = 3,
+    /// The run's result.
+    Result = 4,
+}
+
+/// One event of a run's stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub kind: EventKind,
+    /// The message/update/step type; `"result"` for the result.
+    pub r#type: String,
+    /// The payload as JSON (snake_case keys inside `sdk_message`, as the bridge sends them).
+    pub payload: Value,
+    /// Resume token of this event in the stream it came from.
+    pub offset: Option<String>,
+}
+
+impl Event {
+    /// The assistant text in this event (text blocks of an `assistant` message, or a
+    /// `text-delta`), if any.
+    pub fn text(&self) -> Option<String> {
+        match (self.kind, self.r#type.as_str()) {
+            (EventKind::Message, "assistant") => {
+                let content = self.payload.pointer("/message/content")?.as_array()?;
+                let text: String = content
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect();
+                Some(text).filter(|t| !t.is_empty())
+            }
+            (EventKind::Delta, "text-delta") => self.payload.get("text").and_then(Value::as_str).map(str::to_string),
+            _ => None,
+        }
+    }
+}
+
+/// A run's lifecycle status, normalised as upstream does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum RunStatus {
+    Running = 1,
+    Finished = 2,
+    Error = 3,
+    Cancelled = 4,
+    Expired = 5,
+}
+
+impl RunStatus {
+    /// `RUN_LIFECYCLE_STATUS_FINISHED`, `FINISHED`, `finished` → Finished; creating → Running;
+    /// unspecified or unknown → Error.
+    pub fn parse(s: &str) -> RunStatus {
+        let s = s.trim_start_matches("RUN_LIFECYCLE_STATUS_").to_ascii_lowercase();
+        match s.as_str() {
+            "running" | "creating" => RunStatus::Running,
+            "finished" => RunStatus::Finished,
+            "cancelled" | "canceled" => RunStatus::Cancelled,
+            "expired" => RunStatus::Expired,
+            _ => RunStatus::Error,
+        }
+    }
+
+    fn from_proto(v: i32) -> RunStatus {
+        match proto::RunLifecycleStatus::try_from(v) {
+            Ok(s) => RunStatus::parse(s.as_str_name()),
+            Err(_) => RunStatus::Error,
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        self != RunStatus::Running
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Finished => "finished",
+            RunStatus::Error => "error",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Expired => "expired",
+        }
+    }
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    pub run_id: String,
+    pub agent_id: String,
+    pub status: RunStatus,
+    /// Final assistant text: the result's, else the assistant text streamed.
+    pub text: String,
+    pub model: Option<String>,
+    pub duration_ms: u64,
+    /// Token usage summed over the run's `usage` events (else the result's own).
+    pub usage: Option<proto::TokenUsage>,
+    pub git: Option<proto::RunGitInfo>,
+    pub error_code: Option<String>,
+    /// Why the run failed: the result's message, else the last `status` event's.
+    pub error_message: Option<String>,
+}
+
+impl RunResult {
+    /// The result as a JSON object (camelCase keys).
+    pub fn to_json(&self) -> Value {
+        let usage = self.usage.as_ref().map(|u| {
+            json!({"inputTokens": u.input_tokens, "outputTokens": u.output_tokens,
+                   "cacheReadTokens": u.cache_read_tokens, "cacheWriteTokens": u.cache_write_tokens,
+                   "totalTokens": u.total_tokens, "reasoningTokens": u.reasoning_tokens})
+        });
+        let git = self.git.as_ref().map(|g| {
+            json!({"branches": g.branches.iter().map(|b| json!({"repoUrl": b.repo_url, "branch": b.branch, "prUrl": b.pr_url})).collect::<Vec<_>>()})
+        });
+        json!({
+            "runId": self.run_id, "agentId": self.agent_id, "status": self.status.name(),
+            "text": self.text, "model": self.model, "durationMs": self.duration_ms,
+            "usage": usage, "git": git, "errorCode": self.error_code, "errorMessage": self.error_message,
+        })
+    }
+}
+
+/// What a poll of the run's events gives.
+#[derive(Debug)]
+pub enum Next {
+    Event(Event),
+    /// Nothing arrived within the timeout.
+    Timeout,
+    /// The stream is over; every event was delivered.
+    End,
+}
+
+enum Item {
+    Event(Event),
+    Failed(Error),
+}
+
+type StatusListener = Arc<dyn Fn(RunStatus) + Send + Sync>;
+
+/// Everything the reader thread accumulates for `wait()` and status.
+#[derive(Default)]
+struct Summary {
+    run_id: String,
+    status: Option<RunStatus>,
+    assistant_text: String,
+    last_status_message: Option<String>,
+    usage: Option<proto::TokenUsage>,
+    result: Option<proto::RunStreamResult>,
+    failure: Option<Error>,
+    messages_delivered: u64,
+}
+
+/// The agent a run belongs to: its id and (for local agents) its cwd.
+#[derive(Clone)]
+pub(crate) struct Origin {
+    pub agent_id: String,
+    pub cwd: String,
+}
+
+pub(crate) struct Shared {
+    client: Client,
+    agent_id: String,
+    cwd: String,
+    summary: Mutex<Summary>,
+    listeners: Mutex<Vec<(u64, StatusListener)>>,
+    next_listener: AtomicU64,
+    aborter: Mutex<Option<Aborter>>,
+    closed: AtomicBool,
+    finished: AtomicBool,
+    wake: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
+}
+
+impl Shared {
+    fn set_status(&self, status: RunStatus) {
+        let changed = {
+            let mut s = self.summary.lock();
+            let changed = s.status != Some(status);
+            s.status = Some(status);
+            changed
+        };
+        if changed {
+            let listeners: Vec<StatusListener> = self.listeners.lock().iter().map(|(_, l)| l.clone()).collect();
+            for l in listeners {
+                l(status);
+            }
+        }
+    }
+
+    fn wake(&self) {
+        let w = self.wake.lock().clone();
+        if let Some(w) = w {
+            w();
+        }
+    }
+}
+
+/// A run: consume its events, wait for its result, cancel it from any thread.
+///
+/// Dropping a `Run` stops reading (promptly) but does not cancel the run in the bridge;
+/// call [`Run::cancel`] first for that.
+pub struct Run {
+    shared: Arc<Shared>,
+    rx: Mutex<Option<Receiver<Item>>>,
+}
+
+/// How the reader should treat a broken stream.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// A `Send` stream: recover through ObserveRun / WaitLiveRun / GetRun.
+    Live,
+    /// An `ObserveRun` stream: report the failure.
+    Observe,
+}
+
+impl Run {
+    /// Opens `Send` and returns once its first frame arrived (so send-time errors surface here).
+    pub(crate) fn start_send(client: &Client, origin: Origin, req: &proto::SendRequest) -> Result<Run> {
+        let stream = client.stream(AGENTS, "Send", req)?;
+        Run::start(client, origin, stream, Mode::Live, String::new())
+    }
+
+    /// Opens `ObserveRun`. A run the bridge no longer holds in memory (its agent was closed, or
+    /// an earlier bridge made it) is looked up in the store first (`GetRun`, harmless since
+    /// such a run cannot be live), then replayed from its durable log.
+    pub(crate) fn open_observe(client: &Client, origin: Origin, run_id: &str, after: Option<&str>) -> Result<Run> {
+        let req = proto::ObserveRunRequest {
+            run_id: run_id.to_string(),
+            after_offset: after.map(str::to_string),
+        };
+        let open = |origin: Origin| {
+            let stream = client.stream(AGENTS, "ObserveRun", &req)?;
+            Run::start(client, origin, stream, Mode::Observe, run_id.to_string())
+        };
+        match open(origin.clone()) {
+            Err(e) if e.kind == ErrorKind::NotFound => {
+                let local = !origin.cwd.is_empty();
+                let opts = proto::GetRunOptions {
+                    cwd: origin.cwd.clone(),
+                    runtime: if local { proto::Runtime::Local as i32 } else { 0 },
+                    ..Default::default()
+                };
+                client.get_run(run_id, opts)?;
+                open(origin)
+            }
+            other => other,
+        }
+    }
+
+    fn start(client: &Client, origin: Origin, mut stream: FrameStream, mode: Mode, run_id: String) -> Result<Run> {
+        let shared = Arc::new(Shared {
+            client: client.clone(),
+            agent_id: origin.agent_id,
+            cwd: origin.cwd,
+            summary: Mutex::new(Summary {
+                run_id,
+                status: Some(RunStatus::Running),
+                ..Summary::default()
+            }),
+            listeners: Mutex::new(Vec::new()),
+            next_listener: AtomicU64::new(1),
+            aborter: Mutex::new(Some(stream.abort_handle())),
+            closed: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            wake: Mutex::new(None),
+        });
+        let (tx, rx) = sync_channel(QUEUE_CAPACITY);
+        // Read the first frame here: an error end frame (unknown agent, busy…) fails the send.
+        let mut reader = Reader {
+            shared: shared.clone(),
+            tx,
+            mode,
+            done: false,
+            skip_request: false,
+            recovering: false,
+            held_result: None,
+            refilled: false,
+            skip_messages: 0,
+        };
+        let first = read_one(&mut stream).map_err(|e| client.explain_stream_failure(e))?;
+        let keep_going = match first {
+            Some(msg) => reader.handle(msg),
+            None => {
+                reader.done = true;
+                false
+            }
+        };
+        let spawn = std::thread::Builder::new().name("cursor-run".into()).spawn(move || {
+            if keep_going {
+                reader.pump(stream);
+            }
+            let shared = reader.shared.clone();
+            shared.aborter.lock().take();
+            shared.finished.store(true, Ordering::Release);
+            // Dropping the reader drops the queue's sender: pollers then see the end.
+            drop(reader);
+            shared.wake();
+        });
+        if let Err(e) = spawn {
+            return Err(Error::internal(format!("cannot start the run reader thread: {e}")));
+        }
+        Ok(Run {
+            shared,
+            rx: Mutex::new(Some(rx)),
+        })
+    }
+
+    /// The run id (known from the stream's first event).
+    pub fn id(&self) -> String {
+        self.shared.summary.lock().run_id.clone()
+    }
+
+    pub fn agent_id(&self) -> &str {
+        &self.shared.agent_id
+    }
+
+    /// The latest status seen on the stream.
+    pub fn status(&self) -> RunStatus {
+        self.shared.summary.lock().status.unwrap_or(RunStatus::Running)
+    }
+
+    /// Calls `f` (on the reader thread) each time the status changes. Returns an id for
+    /// [`Run::remove_status_listener`].
+    pub fn on_status_change(&self, f: impl Fn(RunStatus) + Send + Sync + 'static) -> u64 {
+        let id = self.shared.next_listener.fetch_add(1, Ordering::Relaxed);
+        self.shared.listeners.lock().push((id, Arc::new(f)));
+        id
+    }
+
+    pub fn remove_status_listener(&self, id: u64) -> bool {
+        let mut l = self.shared.listeners.lock();
+        let before = l.len();
+        l.retain(|(i, _)| *i != id);
+        l.len() != before
+    }
+
+    /// Sets a function called (from the reader thread) whenever an event is queued or the
+    /// stream ends: for event-loop integration.
+    pub fn set_waker(&self, f: Option<Arc<dyn Fn() + Send + Sync>>) {
+        *self.shared.wake.lock() = f;
+        if self.shared.finished.load(Ordering::Acquire) {
+            self.shared.wake();
+        }
+    }
+
+    /// The next event: waits up to `timeout` (`None` = forever, zero = just poll).
+    /// A stream failure is returned once as `Err`, then `End`.
+    pub fn next_event(&self, timeout: Option<Duration>) -> Result<Next> {
+        let guard = self.rx.lock();
+        let Some(rx) = guard.as_ref() else { return Ok(Next::End) };
+        let item = match timeout {
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(t) if t.is_zero() => rx.try_recv().map_err(|e| match e {
+                std::sync::mpsc::TryRecvError::Empty => RecvTimeoutError::Timeout,
+                std::sync::mpsc::TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+            }),
+            Some(t) => rx.recv_timeout(t),
+        };
+        match item {
+            Ok(Item::Event(e)) => Ok(Next::Event(e)),
+            Ok(Item::Failed(e)) => Err(e),
+            Err(RecvTimeoutError::Timeout) => Ok(Next::Timeout),
+            Err(RecvTimeoutError::Disconnected) => Ok(Next::End),
+        }
+    }
+
+    /// Iterates the remaining events (blocking), ending at the stream's end or first error.
+    pub fn events(&self) -> impl Iterator<Item = Result<Event>> + '_ {
+        let mut failed = false;
+        std::iter::from_fn(move || {
+            if failed {
+                return None;
+            }
+            match self.next_event(None) {
+                Ok(Next::Event(e)) => Some(Ok(e)),
+                Ok(_) => None,
+                Err(e) => {
+                    failed = true;
+                    Some(Err(e))
+                }
+            }
+        })
+    }
+
+    /// Iterates the assistant text as it streams.
+    pub fn text_chunks(&self) -> impl Iterator<Item = Result<String>> + '_ {
+        self.events().filter_map(|e| match e {
+            Ok(ev) => ev.text().map(Ok),
+            Err(e) => Some(Err(e)),
+        })
+    }
+
+    /// Waits for the end (consuming the remaining events) and returns the result. A stream
+    /// failure that left no result becomes an error result; `timeout` bounds the wait.
+    pub fn wait(&self, timeout: Option<Duration>) -> Result<RunResult> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            match self.next_event(left) {
+                Ok(Next::Event(_)) | Err(_) => continue,
+                Ok(Next::End) => break,
+                Ok(Next::Timeout) => {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(Error::new(ErrorKind::Timeout, "timed out waiting for the run to end"));
+                    }
+                }
+            }
+        }
+        Ok(self.result_now())
+    }
+
+    /// Waits and returns the final assistant text.
+    pub fn text(&self) -> Result<String> {
+        self.wait(None).map(|r| r.text)
+    }
+
+    /// The result as known now (status `running` while the run goes on).
+    pub fn result_now(&self) -> RunResult {
+        let s = self.shared.summary.lock();
+        let status = s.status.unwrap_or(RunStatus::Running);
+        let r = s.result.as_ref().and_then(|r| r.result.clone()).unwrap_or_default();
+        let envelope_code = s.result.as_ref().and_then(|r| r.error_code.clone());
+        let error_message = r
+            .error_message
+            .clone()
+            .filter(|m| !m.is_empty())
+            .or_else(|| {
+                if status == RunStatus::Error {
+                    s.last_status_message.clone()
+                } else {
+                    None
+                }
+            })
+            .or_else(|| s.failure.as_ref().map(|f| f.message.clone()));
+        RunResult {
+            run_id: if r.run_id.is_empty() {
+                s.run_id.clone()
+            } else {
+                r.run_id.clone()
+            },
+            agent_id: self.shared.agent_id.clone(),
+            status,
+            text: if r.result.is_empty() {
+                s.assistant_text.clone()
+            } else {
+                r.result.clone()
+            },
+            model: r.model.map(|m| m.id).filter(|m| !m.is_empty()),
+            duration_ms: r.duration_ms,
+            usage: s.usage.or(r.usage),
+            git: r.git,
+            error_code: r.error_code.or(envelope_code).filter(|c| !c.is_empty()),
+            error_message,
+        }
+    }
+
+    /// Asks the bridge to cancel the run; the stream then ends with status `cancelled`.
+    /// Safe from any thread, idempotent; on a run already over it does nothing and returns Ok.
+    pub fn cancel(&self) -> Result<()> {
+        if self.status().is_terminal() {
+            return Ok(());
+        }
+        let run_id = self.id();
+        if run_id.is_empty() {
+            return Err(Error::usage("the run id is not known yet"));
+        }
+        let req = proto::CancelRunRequest { run_id, agent_id: None };
+        match self.shared.client.unary::<_, proto::CancelRunResponse>(
+            AGENTS,
+            "CancelRun",
+            &req,
+            Idempotency::Idempotent,
+        ) {
+            Ok(_) => Ok(()),
+            Err(_) if self.status().is_terminal() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens the durable stream of this run from `after_offset` (an offset from a previous
+    /// observe; `Send` offsets number differently).
+    pub fn observe(&self, after_offset: Option<&str>) -> Result<Run> {
+        let origin = Origin {
+            agent_id: self.shared.agent_id.clone(),
+            cwd: self.shared.cwd.clone(),
+        };
+        Run::open_observe(&self.shared.client, origin, &self.id(), after_offset)
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+        // Unblock the reader: close its socket and drop the queue's receiving end.
+        if let Some(a) = self.shared.aborter.lock().take() {
+            a.abort();
+        }
+        self.rx.lock().take();
+    }
+}
+
+fn read_one(stream: &mut FrameStream) -> Result<Option<proto::RunStreamMessage>> {
+    stream.next_message::<proto::RunStreamMessage>()
+}
+
+impl Client {
+    /// A stream failure: if the bridge died, that; otherwise the failure itself.
+    fn explain_stream_failure(&self, e: Error) -> Error {
+        match self.connection() {
+            Ok(conn) => self.explain_failure(&conn, e),
+            Err(dead) if dead.kind == ErrorKind::BridgeExited => dead,
+            Err(_) => e,
+        }
+    }
+}
+
+struct Reader {
+    shared: Arc<Shared>,
+    tx: SyncSender<Item>,
+    mode: Mode,
+    done: bool,
+    /// While replaying after a recovery: skip the log's `request` message and the
+    /// `sdk_message`s already delivered.
+    skip_request: bool,
+    skip_messages: u64,
+    /// Set once the live stream broke and the reader re-attached.
+    recovering: bool,
+    /// A result that arrived on a live-tail ObserveRun (one that did not replay the log: the
+    /// bridge gives a late subscriber only `result` + `done`). It is held until the log of the
+    /// then finished run has been replayed for the events the break skipped.
+    held_result: Option<proto::RunStreamMessage>,
+    refilled: bool,
+}
+
+impl Reader {
+    fn pump(&mut self, mut stream: FrameStream) {
+        loop {
+            if self.shared.closed.load(Ordering::Acquire) {
+                return;
+            }
+            match read_one(&mut stream) {
+                Ok(Some(msg)) => {
+                    if !self.handle(msg) {
+                        return;
+                    }
+                }
+                Ok(None) => {
+                    if let Some(next) = self.refill() {
+                        stream = next;
+                        continue;
+                    }
+                    if self.done || self.mode == Mode::Observe {
+                        return;
+                    }
+                    // A clean end without result/done: treat like a drop and recover.
+                    match self.recover(Error::protocol("the stream ended before the run's result")) {
+                        Some(next) => stream = next,
+                        None => return,
+                    }
+                }
+                Err(e) => {
+                    if self.shared.closed.load(Ordering::Acquire) {
+                        return;
+                    }
+                    let e = self.shared.client.explain_stream_failure(e);
+                    if self.mode == Mode::Observe || e.kind == ErrorKind::BridgeExited || !is_transport(&e) {
+                        self.fail(e);
+                        return;
+                    }
+                    match self.recover(e) {
+                        Some(next) => stream = next,
+                        None => return,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Processes one frame; false when the stream is complete or nobody listens any more.
+    fn handle(&mut self, msg: proto::RunStreamMessage) -> bool {
+        if self.recovering && self.skip_request && !self.refilled && matches!(msg.envelope, Some(Envelope::Result(_))) {
+            self.held_result = Some(msg);
+            return true;
+        }
+        let offset = msg.offset.clone();
+        let event = match msg.envelope {
+            None => return true, // keepalive
+            Some(Envelope::Done(d)) => {
+                self.note_run_id(&d.run_id);
+                if self.held_result.is_some() {
+                    return true; // read on to the end frame, then refill
+                }
+                self.done = true;
+                return false;
+            }
+            Some(Envelope::SdkMessage(m)) => {
+                let payload = m.message.map(struct_to_json).unwrap_or(Value::Null);
+                if self.skip_request && m.r#type == "request" {
+                    self.skip_request = false;
+                    return true;
+                }
+                if self.skip_messages > 0 {
+                    self.skip_messages -= 1;
+                    return true;
+                }
+                Event {
+                    kind: EventKind::Message,
+                    r#type: m.r#type,
+                    payload,
+                    offset,
+                }
+            }
+            Some(Envelope::InteractionUpdate(u)) => Event {
+                kind: EventKind::Delta,
+                r#type: u.r#type,
+                payload: u.update.map(struct_to_json).unwrap_or(Value::Null),
+                offset,
+            },
+            Some(Envelope::Step(s)) => Event {
+                kind: EventKind::Step,
+                r#type: s.r#type,
+                payload: s.step.map(struct_to_json).unwrap_or(Value::Null),
+                offset,
+            },
+            Some(Envelope::Result(r)) => {
+                let payload = serde_json::to_value(&r).unwrap_or(Value::Null);
+                self.note_run_id(&r.run_id);
+                let status = RunStatus::from_proto(r.status);
+                self.shared.client.track_live_run(&r.run_id, false);
+                self.shared.summary.lock().result = Some(r);
+                self.shared.set_status(status);
+                Event {
+                    kind: EventKind::Result,
+                    r#type: "result".into(),
+                    payload,
+                    offset,
+                }
+            }
+        };
+        if event.kind == EventKind::Message {
+            self.account(&event);
+        }
+        self.deliver(Item::Event(event))
+    }
+
+    /// Updates the summary from an `sdk_message`.
+    fn account(&mut self, event: &Event) {
+        if let Some(id) = event.payload.get("run_id").and_then(Value::as_str) {
+            self.note_run_id(id);
+        }
+        let mut status_change = None;
+        {
+            let mut s = self.shared.summary.lock();
+            s.messages_delivered += 1;
+            match event.r#type.as_str() {
+                "assistant" => {
+                    if let Some(t) = event.text() {
+                        s.assistant_text.push_str(&t);
+                    }
+                }
+                "status" => {
+                    if let Some(m) = event
+                        .payload
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .filter(|m| !m.is_empty())
+                    {
+                        s.last_status_message = Some(m.to_string());
+                    }
+                    if let Some(st) = event.payload.get("status").and_then(Value::as_str) {
+                        status_change = Some(RunStatus::parse(st));
+                    }
+                }
+                "usage" => {
+                    if let Some(u) = event.payload.get("usage") {
+                        add_usage(s.usage.get_or_insert_with(Default::default), u);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(st) = status_change {
+            self.shared.set_status(st);
+        }
+    }
+
+    fn note_run_id(&self, id: &str) {
+        if !id.is_empty() {
+            let mut s = self.shared.summary.lock();
+            if s.run_id.is_empty() {
+                s.run_id = id.to_string();
+                if self.mode == Mode::Live {
+                    self.shared.client.track_live_run(id, true);
+                }
+            }
+        }
+    }
+
+    fn deliver(&self, item: Item) -> bool {
+        let ok = self.tx.send(item).is_ok();
+        self.shared.wake();
+        ok && !self.shared.closed.load(Ordering::Acquire)
+    }
+
+    fn fail(&mut self, e: Error) {
+        {
+            let mut s = self.shared.summary.lock();
+            s.failure = Some(e.clone());
+        }
+        if !self.shared.summary.lock().status.is_some_and(RunStatus::is_terminal) {
+            self.shared.set_status(RunStatus::Error);
+        }
+        self.deliver(Item::Failed(e));
+    }
+
+    /// Re-attaches to a live run after its Send stream broke. Returns the stream to continue
+    /// from, or None when the run was concluded another way.
+    fn recover(&mut self, cause: Error) -> Option<FrameStream> {
+        let run_id = self.shared.summary.lock().run_id.clone();
+        if run_id.is_empty() {
+            self.fail(cause);
+            return None;
+        }
+        crate::log::emit(
+            crate::log::Level::Info,
+            &format!("run {run_id}: stream broke ({cause}); resuming"),
+        );
+        let req = proto::ObserveRunRequest {
+            run_id: run_id.clone(),
+            after_offset: None,
+        };
+        match self.shared.client.stream(AGENTS, "ObserveRun", &req) {
+            Ok(stream) => {
+                *self.shared.aborter.lock() = Some(stream.abort_handle());
+                self.skip_request = true;
+                self.skip_messages = self.shared.summary.lock().messages_delivered;
+                self.mode = Mode::Observe;
+                self.recovering = true;
+                Some(stream)
+            }
+            Err(e) if e.kind == ErrorKind::BridgeExited => {
+                self.fail(e);
+                None
+            }
+            Err(_) => {
+                self.conclude_without_stream(&run_id, cause);
+                None
+            }
+        }
+    }
+
+    /// After a live-tail ObserveRun ended: replay the finished run's log for the skipped
+    /// events (then its result); if that is impossible, deliver the held result.
+    fn refill(&mut self) -> Option<FrameStream> {
+        let held = self.held_result.take()?;
+        self.refilled = true;
+        let run_id = self.shared.summary.lock().run_id.clone();
+        let req = proto::ObserveRunRequest {
+            run_id,
+            after_offset: None,
+        };
+        match self.shared.client.stream(AGENTS, "ObserveRun", &req) {
+            Ok(stream) => {
+                *self.shared.aborter.lock() = Some(stream.abort_handle());
+                self.skip_request = true;
+                self.skip_messages = self.shared.summary.lock().messages_delivered;
+                Some(stream)
+            }
+            Err(_) => {
+                self.handle(held);
+                self.done = true;
+                None
+            }
+        }
+    }
+
+    /// ObserveRun could not serve the run: wait for it, else read its snapshot.
+    fn conclude_without_stream(&mut self, run_id: &str, cause: Error) {
+        let client = &self.shared.client;
+        let wait = proto::WaitLiveRunRequest {
+            run_id: run_id.to_string(),
+        };
+        let result = client
+            .call(|c| {
+                c.transport.unary::<_, proto::WaitLiveRunResponse>(
+                    AGENTS,
+                    "WaitLiveRun",
+                    &wait,
+                    Idempotency::Idempotent,
+                    Some(Duration::from_secs(24 * 3600)),
+                )
+            })
+            .ok()
+            .and_then(|r| r.result)
+            .or_else(|| {
+                let get = proto::GetRunOptions {
+                    cwd: client.cwd_or_workspace(&self.shared.cwd),
+                    ..Default::default()
+                };
+                client
+                    .get_run(run_id, get)
+                    .ok()
+                    .filter(|s| RunStatus::from_proto(s.status).is_terminal())
+                    .map(snapshot_to_result)
+            });
+        match result {
+            Some(r) => {
+                let envelope = proto::RunStreamResult {
+                    agent_id: r.agent_id.clone(),
+                    run_id: r.run_id.clone(),
+                    status: r.status,
+                    error_code: r.error_code.clone(),
+                    result: Some(r),
+                };
+                let msg = proto::RunStreamMessage {
+                    envelope: Some(Envelope::Result(envelope)),
+                    offset: None,
+                };
+                self.handle(msg);
+                self.done = true;
+            }
+            None => self.fail(cause),
+        }
+    }
+}
+
+fn is_transport(e: &Error) -> bool {
+    matches!(e.kind, ErrorKind::Transport | ErrorKind::Timeout | ErrorKind::Protocol)
+}
+
+fn snapshot_to_result(s: proto::RunSnapshot) -> proto::RunResult {
+    proto::RunResult {
+        run_id: s.run_id,
+        agent_id: s.agent_id,
+        status: s.status,
+        result: s.result,
+        model: s.model,
+        duration_ms: s.duration_ms,
+        git: s.git,
+        created_at: s.created_at,
+        usage: s.usage,
+        error_code: s.error_code,
+        error_message: s.error_message,
+    }
+}
+
+/// Adds a `usage` payload (snake_case or camelCase; numbers or strings) into `sum`.
+fn add_usage(sum: &mut proto::TokenUsage, u: &Value) {
+    let get = |snake: &str, camel: &str| -> Option<i64> {
+        let v = u.get(snake).or_else(|| u.get(camel))?;
+        v.as_i64()
+            .or_else(|| v.as_f64().map(|f| f as i64))
+            .or_else(|| v.as_str()?.parse().ok())
+    };
+    sum.input_tokens += get("input_tokens", "inputTokens").unwrap_or(0);
+    sum.output_tokens += get("output_tokens", "outputTokens").unwrap_or(0);
+    sum.cache_read_tokens += get("cache_read_tokens", "cacheReadTokens").unwrap_or(0);
+    sum.cache_write_tokens += get("cache_write_tokens", "cacheWriteTokens").unwrap_or(0);
+    if let Some(r) = get("reasoning_tokens", "reasoningTokens") {
+        *sum.reasoning_tokens.get_or_insert(0) += r;
+    }
+    let total = get("total_tokens", "totalTokens").unwrap_or_else(|| {
+        get("input_tokens", "inputTokens").unwrap_or(0) + get("output_tokens", "outputTokens").unwrap_or(0)
+    });
+    sum.total_tokens += total;
+}
+
+/// A protobuf Struct as plain JSON.
+fn struct_to_json(s: pbjson_types::Struct) -> Value {
+    serde_json::to_value(&s).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_normalisation() {
+        assert_eq!(RunStatus::parse("RUN_LIFECYCLE_STATUS_FINISHED"), RunStatus::Finished);
+        assert_eq!(RunStatus::parse("RUNNING"), RunStatus::Running);
+        assert_eq!(RunStatus::parse("creating"), RunStatus::Running);
+        assert_eq!(RunStatus::parse("RUN_LIFECYCLE_STATUS_UNSPECIFIED"), RunStatus::Error);
+        assert_eq!(RunStatus::parse("who-knows"), RunStatus::Error);
+        assert_eq!(RunStatus::from_proto(99), RunStatus::Error);
+        assert_eq!(RunStatus::from_proto(5), RunStatus::Cancelled);
+    }
+
+    #[test]
+    fn assistant_text_extraction() {
+        let e = Event {
+            kind: EventKind::Message,
+            r#type: "assistant".into(),
+            payload: json!({"message":{"role":"assistant","content":[{"type":"text","text":"Hel"},{"type":"tool_use","id":"1"},{"type":"text","text":"lo"}]}}),
+            offset: None,
+        };
+        assert_eq!(e.text().as_deref(), Some("Hello"));
+        let d = Event {
+            kind: EventKind::Delta,
+            r#type: "text-delta".into(),
+            payload: json!({"text":"x"}),
+            offset: None,
+        };
+        assert_eq!(d.text().as_deref(), Some("x"));
+        let s = Event {
+            kind: EventKind::Message,
+            r#type: "status".into(),
+            payload: json!({}),
+            offset: None,
+        };
+        assert_eq!(s.text(), None);
+    }
+
+    #[test]
+    fn usage_sums_any_spelling() {
+        let mut sum = proto::TokenUsage::default();
+        add_usage(
+            &mut sum,
+            &json!({"input_tokens": 10, "output_tokens": "5", "cache_read_tokens": 2.0}),
+        );
+        add_usage(
+            &mut sum,
+            &json!({"inputTokens": 1, "outputTokens": 1, "totalTokens": 3, "reasoningTokens": 4}),
+        );
+        assert_eq!(sum.input_tokens, 11);
+        assert_eq!(sum.output_tokens, 6);
+        assert_eq!(sum.cache_read_tokens, 2);
+        assert_eq!(sum.total_tokens, 18);
+        assert_eq!(sum.reasoning_tokens, Some(4));
+    }
+}

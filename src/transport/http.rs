@@ -1,0 +1,502 @@
+//! A minimal HTTP/1.1 client for one loopback peer: keep-alive connections with TCP_NODELAY,
+//! requests written in one syscall, response heads parsed by `httparse`, bodies by
+//! Content-Length or chunked (`chunked_transfer`).
+//!
+//! Written against the socket (rather than a general HTTP client) because the library needs
+//! what those hide: a socket it can shut down from another thread to wake a blocked stream
+//! reader, per-read deadlines, and a precise notion of "stale pooled connection".
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::frame::io_error;
+use crate::error::{Error, ErrorKind, Result};
+
+/// Longest response head we accept.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Most response headers we parse.
+const MAX_HEADERS: usize = 64;
+/// The bridge closes idle keep-alive connections after ~5–6 s; we retire them sooner.
+const MAX_IDLE: Duration = Duration::from_secs(3);
+/// Idle connections kept per peer.
+const MAX_POOLED: usize = 16;
+
+/// A socket with an optional absolute deadline applied to every read and write.
+pub struct Socket {
+    stream: TcpStream,
+    deadline: Option<Instant>,
+    idle_timeout: Option<Duration>,
+}
+
+impl Socket {
+    /// Sets an absolute deadline (unary calls) and/or a per-read idle timeout (streams).
+    pub fn set_limits(&mut self, deadline: Option<Instant>, idle_timeout: Option<Duration>) {
+        self.deadline = deadline;
+        self.idle_timeout = idle_timeout;
+    }
+
+    fn timeout(&self) -> io::Result<Option<Duration>> {
+        let until_deadline = match self.deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, "deadline passed"));
+                }
+                Some(left)
+            }
+            None => None,
+        };
+        Ok(match (until_deadline, self.idle_timeout) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+}
+
+impl Read for Socket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let t = self.timeout()?;
+        self.stream.set_read_timeout(t)?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Socket {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let t = self.timeout()?;
+        self.stream.set_write_timeout(t)?;
+        self.stream.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+/// One keep-alive connection.
+pub struct Conn {
+    reader: BufReader<Socket>,
+    reused: bool,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr, deadline: Instant) -> Result<Conn> {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        let stream = TcpStream::connect_timeout(&addr, left).map_err(|e| io_error(e, "connecting to the bridge"))?;
+        stream
+            .set_nodelay(true)
+            .map_err(|e| io_error(e, "setting TCP_NODELAY"))?;
+        Ok(Conn {
+            reader: BufReader::with_capacity(
+                64 * 1024,
+                Socket {
+                    stream,
+                    deadline: None,
+                    idle_timeout: None,
+                },
+            ),
+            reused: false,
+        })
+    }
+
+    /// A handle that can shut the socket down from another thread.
+    pub fn aborter(&self) -> Result<Aborter> {
+        let s = self
+            .reader
+            .get_ref()
+            .stream
+            .try_clone()
+            .map_err(|e| io_error(e, "cloning socket"))?;
+        Ok(Aborter(Arc::new(s)))
+    }
+
+    pub fn socket_mut(&mut self) -> &mut Socket {
+        self.reader.get_mut()
+    }
+
+    /// True when the peer has closed (or sent unexpected bytes on) an idle connection.
+    fn is_stale(&self) -> bool {
+        let s = &self.reader.get_ref().stream;
+        if !self.reader.buffer().is_empty() || s.set_nonblocking(true).is_err() {
+            return true;
+        }
+        let mut probe = [0u8; 1];
+        let stale = !matches!(s.peek(&mut probe), Err(ref e) if e.kind() == io::ErrorKind::WouldBlock);
+        stale || s.set_nonblocking(false).is_err()
+    }
+}
+
+/// Shuts a connection's socket down, waking any thread blocked on it.
+#[derive(Clone)]
+pub struct Aborter(Arc<TcpStream>);
+
+impl Aborter {
+    pub fn abort(&self) {
+        let _ = self.0.shutdown(Shutdown::Both);
+    }
+}
+
+/// Parsed response head.
+pub struct ResponseHead {
+    pub status: u16,
+    pub content_type: String,
+    pub chunked: bool,
+    pub content_length: Option<usize>,
+    pub close: bool,
+}
+
+/// A request to send: path, content type, body, and whether it may be retried on a stale
+/// pooled connection.
+pub struct Request<'a> {
+    pub path: &'a str,
+    pub content_type: &'a str,
+    pub body: &'a [u8],
+    pub idempotent: bool,
+    pub timeout_header_ms: Option<u128>,
+}
+
+/// The peer: address, pool and credentials.
+pub struct Peer {
+    addr: SocketAddr,
+    host_header: String,
+    auth_header: String,
+    pool: Mutex<Vec<(Conn, Instant)>>,
+}
+
+impl Peer {
+    /// `base_url` is `http://host:port` (as the bridge's ready line or attach options give it).
+    pub fn new(base_url: &str, token: &str) -> Result<Peer> {
+        let rest = base_url
+            .strip_prefix("http://")
+            .ok_or_else(|| Error::invalid_argument(format!("bridge URL must start with http:// (got {base_url:?})")))?;
+        let authority = rest.trim_end_matches('/');
+        if authority.is_empty() || authority.contains('/') {
+            return Err(Error::invalid_argument(format!(
+                "bridge URL has no host:port: {base_url:?}"
+            )));
+        }
+        let addr = authority
+            .to_socket_addrs()
+            .map_err(|e| Error::invalid_argument(format!("bridge URL {base_url:?}: {e}")))?
+            .next()
+            .ok_or_else(|| Error::invalid_argument(format!("bridge URL {base_url:?} resolves to nothing")))?;
+        if token.is_empty() || token.bytes().any(|b| b.is_ascii_control()) {
+            return Err(Error::invalid_argument(
+                "bridge token is empty or contains control characters",
+            ));
+        }
+        Ok(Peer {
+            addr,
+            host_header: authority.to_string(),
+            auth_header: format!("Bearer {token}"),
+            pool: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Sends a request and returns the connection positioned at the response body.
+    /// A stale pooled connection is retried once on a fresh one, idempotent requests only.
+    pub fn send(&self, req: &Request<'_>, deadline: Instant) -> Result<(Conn, ResponseHead)> {
+        let mut conn = self.checkout(deadline)?;
+        match self.exchange(&mut conn, req, deadline) {
+            Ok(head) => Ok((conn, head)),
+            Err((err, before_response)) if conn.reused && before_response && req.idempotent => {
+                let _ = err;
+                let mut fresh = Conn::open(self.addr, deadline)?;
+                self.exchange(&mut fresh, req, deadline)
+                    .map(|h| (fresh, h))
+                    .map_err(|(e, _)| e)
+            }
+            Err((err, _)) => Err(err),
+        }
+    }
+
+    /// Returns a connection whose response was fully read to the pool.
+    pub fn checkin(&self, mut conn: Conn) {
+        conn.socket_mut().set_limits(None, None);
+        let mut pool = self.pool.lock();
+        if pool.len() < MAX_POOLED {
+            pool.push((conn, Instant::now()));
+        }
+    }
+
+    fn checkout(&self, deadline: Instant) -> Result<Conn> {
+        loop {
+            let candidate = self.pool.lock().pop();
+            match candidate {
+                Some((conn, since)) if since.elapsed() < MAX_IDLE && !conn.is_stale() => {
+                    return Ok(Conn { reused: true, ..conn });
+                }
+                Some(_) => continue,
+                None => return Conn::open(self.addr, deadline),
+            }
+        }
+    }
+
+    /// Writes the request and reads the response head. The error's flag says whether the
+    /// failure happened before any response byte arrived (so a retry is safe).
+    fn exchange(&self, conn: &mut Conn, req: &Request<'_>, deadline: Instant) -> Result<ResponseHead, (Error, bool)> {
+        conn.socket_mut().set_limits(Some(deadline), None);
+        let mut head = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nConnect-Protocol-Version: 1\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
+            req.path,
+            self.host_header,
+            self.auth_header,
+            req.content_type,
+            req.body.len()
+        );
+        if let Some(ms) = req.timeout_header_ms {
+            head.push_str(&format!("Connect-Timeout-Ms: {ms}\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut buf = Vec::with_capacity(head.len() + req.body.len());
+        buf.extend_from_slice(head.as_bytes());
+        buf.extend_from_slice(req.body);
+        conn.socket_mut()
+            .write_all(&buf)
+            .map_err(|e| (io_error(e, "sending request"), true))?;
+        read_head(&mut conn.reader)
+    }
+}
+
+fn read_head(reader: &mut BufReader<Socket>) -> Result<ResponseHead, (Error, bool)> {
+    let mut raw: Vec<u8> = Vec::with_capacity(512);
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err((io_error(e, "reading response"), raw.is_empty())),
+        };
+        if available.is_empty() {
+            let msg = if raw.is_empty() {
+                "connection closed by the bridge before a response"
+            } else {
+                "connection closed inside a response head"
+            };
+            return Err((Error::new(ErrorKind::Transport, msg), raw.is_empty()));
+        }
+        // Consume up to and including the blank line, leaving the body in the buffer.
+        let start = raw.len();
+        raw.extend_from_slice(available);
+        let end = raw.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4);
+        match end {
+            Some(end) => {
+                reader.consume(end - start);
+                raw.truncate(end);
+                return parse_head(&raw).map_err(|e| (e, false));
+            }
+            None => {
+                let n = available.len();
+                reader.consume(n);
+                if raw.len() > MAX_HEAD_BYTES {
+                    return Err((Error::protocol("response head too large"), false));
+                }
+            }
+        }
+    }
+}
+
+fn parse_head(raw: &[u8]) -> Result<ResponseHead> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    match resp.parse(raw) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => return Err(Error::protocol("incomplete response head")),
+        Err(e) => return Err(Error::protocol(format!("malformed response head: {e}"))),
+    }
+    let mut head = ResponseHead {
+        status: resp.code.unwrap_or(0),
+        content_type: String::new(),
+        chunked: false,
+        content_length: None,
+        close: resp.version == Some(0),
+    };
+    for h in resp.headers.iter() {
+        let value = String::from_utf8_lossy(h.value);
+        if h.name.eq_ignore_ascii_case("content-type") {
+            head.content_type = value.trim().to_ascii_lowercase();
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            head.chunked = value.to_ascii_lowercase().contains("chunked");
+        } else if h.name.eq_ignore_ascii_case("content-length") {
+            let n = value
+                .trim()
+                .parse()
+                .map_err(|_| Error::protocol(format!("bad Content-Length {value:?}")))?;
+            head.content_length = Some(n);
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            head.close = value.to_ascii_lowercase().contains("close");
+        }
+    }
+    Ok(head)
+}
+
+/// The body of a response, framed by Content-Length, chunked encoding, or connection close.
+pub enum Body {
+    Sized(std::io::Take<BufReader<Socket>>),
+    Chunked(chunked_transfer::Decoder<BufReader<Socket>>),
+    UntilClose(BufReader<Socket>),
+}
+
+impl Body {
+    pub fn new(conn: Conn, head: &ResponseHead) -> Body {
+        if head.chunked {
+            Body::Chunked(chunked_transfer::Decoder::new(conn.reader))
+        } else if let Some(n) = head.content_length {
+            Body::Sized(conn.reader.take(n as u64))
+        } else {
+            Body::UntilClose(conn.reader)
+        }
+    }
+
+    /// Reads the whole body, refusing more than `cap` bytes.
+    pub fn read_all(&mut self, cap: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut limited = (&mut *self).take(cap as u64 + 1);
+        limited
+            .read_to_end(&mut out)
+            .map_err(|e| io_error(e, "reading response body"))?;
+        if out.len() > cap {
+            return Err(Error::protocol(format!("response body exceeds the {cap} byte cap")));
+        }
+        Ok(out)
+    }
+
+    /// Gives the connection back when the body was framed and fully consumed.
+    pub fn into_conn(self) -> Option<Conn> {
+        let reader = match self {
+            Body::Sized(t) if t.limit() == 0 => t.into_inner(),
+            Body::Chunked(mut d) => {
+                // The decoder is done once a read returns 0 (terminal chunk consumed).
+                let mut probe = [0u8; 1];
+                match d.read(&mut probe) {
+                    Ok(0) => d.into_inner(),
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        Some(Conn { reader, reused: false })
+    }
+}
+
+impl Read for Body {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Body::Sized(r) => r.read(buf),
+            Body::Chunked(r) => r.read(buf),
+            Body::UntilClose(r) => r.read(buf),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::thread;
+
+    /// A one-shot server that answers each accepted connection's requests with canned bytes.
+    fn serve(responses: Vec<Vec<u8>>) -> (String, thread::JoinHandle<Vec<Vec<u8>>>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let h = thread::spawn(move || {
+            let mut seen = Vec::new();
+            for resp in responses {
+                let (mut s, _) = l.accept().unwrap();
+                let mut buf = vec![0u8; 65536];
+                let n = s.read(&mut buf).unwrap();
+                seen.push(buf[..n].to_vec());
+                s.write_all(&resp).unwrap();
+            }
+            seen
+        });
+        (url, h)
+    }
+
+    fn req(idempotent: bool) -> Request<'static> {
+        Request {
+            path: "/sdk.v1.SdkBridgeControlService/Ping",
+            content_type: "application/proto",
+            body: b"",
+            idempotent,
+            timeout_header_ms: None,
+        }
+    }
+
+    #[test]
+    fn sends_auth_and_protocol_headers_and_reads_sized_body() {
+        let (url, h) = serve(vec![
+            b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\ncontent-type: application/proto\r\n\r\n\x0a\x04pong".to_vec(),
+        ]);
+        let peer = Peer::new(&url, "tok").unwrap();
+        let (conn, head) = peer.send(&req(true), Instant::now() + Duration::from_secs(5)).unwrap();
+        assert_eq!(head.status, 200);
+        let mut body = Body::new(conn, &head);
+        assert_eq!(body.read_all(1024).unwrap(), b"\x0a\x04pong");
+        assert!(body.into_conn().is_some());
+        let seen = String::from_utf8(h.join().unwrap().remove(0)).unwrap();
+        assert!(seen.starts_with("POST /sdk.v1.SdkBridgeControlService/Ping HTTP/1.1\r\n"));
+        assert!(seen.contains("Authorization: Bearer tok\r\n"));
+        assert!(seen.contains("Connect-Protocol-Version: 1\r\n"));
+    }
+
+    #[test]
+    fn chunked_body_decodes() {
+        let (url, _h) = serve(vec![
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n".to_vec(),
+        ]);
+        let peer = Peer::new(&url, "t").unwrap();
+        let (conn, head) = peer.send(&req(true), Instant::now() + Duration::from_secs(5)).unwrap();
+        assert!(head.chunked);
+        let mut body = Body::new(conn, &head);
+        assert_eq!(body.read_all(1024).unwrap(), b"abcde");
+    }
+
+    #[test]
+    fn body_cap_and_garbage_head() {
+        let (url, _h) = serve(vec![
+            b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789".to_vec(),
+            b"NOT HTTP AT ALL\r\n\r\n".to_vec(),
+        ]);
+        let peer = Peer::new(&url, "t").unwrap();
+        let (conn, head) = peer.send(&req(true), Instant::now() + Duration::from_secs(5)).unwrap();
+        assert_eq!(
+            Body::new(conn, &head).read_all(4).unwrap_err().kind,
+            ErrorKind::Protocol
+        );
+        let e = peer
+            .send(&req(true), Instant::now() + Duration::from_secs(5))
+            .err()
+            .unwrap();
+        assert_eq!(e.kind, ErrorKind::Protocol);
+    }
+
+    #[test]
+    fn deadline_bounds_a_silent_peer() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let peer = Peer::new(&url, "t").unwrap();
+        let t0 = Instant::now();
+        let e = peer
+            .send(&req(true), Instant::now() + Duration::from_millis(200))
+            .err()
+            .unwrap();
+        assert_eq!(e.kind, ErrorKind::Timeout);
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        drop(l);
+    }
+
+    #[test]
+    fn bad_urls_and_tokens_are_rejected() {
+        assert!(Peer::new("https://127.0.0.1:1", "t").is_err());
+        assert!(Peer::new("http://", "t").is_err());
+        assert!(Peer::new("http://127.0.0.1:1/x", "t").is_err());
+        assert!(Peer::new("http://127.0.0.1:1", "").is_err());
+        assert!(Peer::new("http://127.0.0.1:1", "a\nb").is_err());
+        assert!(Peer::new("http://[::1]:1", "t").is_ok());
+    }
+}
