@@ -305,14 +305,24 @@ fn encode_entry(run: &Run, e: &Entry, observe: bool, codec: Codec, offset: Optio
                 return s.into_bytes();
             }
             Codec::Proto => {
-                let m = proto::RunStreamMessage {
-                    envelope: Some(Envelope::SdkMessage(proto::SdkMessage {
-                        r#type: "assistant".into(),
-                        message: Some(pb_struct(&assistant_payload(&run.agent_id, &run.id, t))),
-                    })),
-                    offset: offset.map(|o| o.to_string()),
-                };
-                return m.encode_to_vec();
+                // hand-encoded RunStreamMessage{sdk_message{type:"assistant", message:Struct}} (hot path of long:<n>)
+                let sv = |x: &str| ld(3, x.as_bytes());
+                let text_block = ld(5, &strukt(&[("type", sv("text")), ("text", sv(t))]));
+                let content = ld(6, &ld(1, &text_block));
+                let inner = ld(5, &strukt(&[("role", sv("assistant")), ("content", content)]));
+                let payload = strukt(&[
+                    ("type", sv("assistant")),
+                    ("agent_id", sv(&run.agent_id)),
+                    ("run_id", sv(&run.id)),
+                    ("message", inner),
+                ]);
+                let mut sdk = ld(1, b"assistant");
+                sdk.extend_from_slice(&ld(2, &payload));
+                let mut out = ld(1, &sdk);
+                if let Some(o) = offset {
+                    out.extend_from_slice(&ld(4, o.to_string().as_bytes()));
+                }
+                return out;
             }
         },
     };
@@ -347,6 +357,26 @@ fn encode_entry(run: &Run, e: &Entry, observe: bool, codec: Codec, offset: Optio
             out
         }
     }
+}
+
+/// A length-delimited protobuf field.
+fn ld(tag: u32, bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() + 6);
+    prost::encoding::encode_varint(((tag << 3) | 2) as u64, &mut out);
+    prost::encoding::encode_varint(bytes.len() as u64, &mut out);
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// A `google.protobuf.Struct` from already-encoded `Value`s.
+fn strukt(fields: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (k, v) in fields {
+        let mut entry = ld(1, k.as_bytes());
+        entry.extend_from_slice(&ld(2, v));
+        out.extend_from_slice(&ld(1, &entry));
+    }
+    out
 }
 
 pub enum Mode {
