@@ -68,7 +68,7 @@ impl Codec {
 pub struct ConnectError {
     pub code: &'static str,
     pub message: String,
-    pub details: Option<proto::SdkErrorDetails>,
+    pub details: Option<Box<proto::SdkErrorDetails>>,
 }
 
 impl ConnectError {
@@ -92,7 +92,7 @@ impl ConnectError {
         ConnectError {
             code,
             message,
-            details: Some(details),
+            details: Some(Box::new(details)),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use crate::connect::{end_frame, push_frame, Codec, ConnectError};
 use crate::http;
-use crate::proto::{self, run_stream_message::Envelope, RunLifecycleStatus as S};
+use crate::proto::{self, RunLifecycleStatus as S};
 use prost::Message;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -274,12 +274,6 @@ pub fn pb_struct(v: &Value) -> pbjson_types::Struct {
         }
     }
     s
-}
-
-/// The JSON payload of an assistant text sdk_message.
-pub fn assistant_payload(agent_id: &str, run_id: &str, text: &str) -> Value {
-    json!({"type": "assistant", "agent_id": agent_id, "run_id": run_id,
-           "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
 }
 
 /// Builds the frame payload (without the 5-byte header) of an entry for a codec and offset.

@@ -753,9 +753,9 @@ impl Svc {
 
     /// Store bookkeeping once a run is terminal.
     pub fn run_ended(&self, run: &Run) {
-        let status = match proto::RunLifecycleStatus::try_from(run.lock().status) {
-            Ok(proto::RunLifecycleStatus::Finished) => "finished",
-            Ok(proto::RunLifecycleStatus::Cancelled) => "cancelled",
+        let status = match run.lock().status {
+            proto::RunLifecycleStatus::Finished => "finished",
+            proto::RunLifecycleStatus::Cancelled => "cancelled",
             _ => "error",
         };
         if let Some(a) = self
