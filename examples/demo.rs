@@ -48,15 +48,31 @@ fn run(model: &str, prompt: Option<&str>) -> cursor_sdk::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let me = client.me(None)?;
-    println!("account   {} <{}>", me.api_key_name, me.user_email);
-    let models = client.models(None)?;
-    println!(
-        "models    {}",
-        models.iter().map(|m| m.id.as_str()).collect::<Vec<_>>().join(", ")
-    );
+    // Offline (or with a dummy key) the catalog is unreachable: say so and still try the run.
+    let mut catalog_ok = true;
+    match client.me(None) {
+        Ok(me) => println!("account   {} <{}>", me.api_key_name, me.user_email),
+        Err(e) => {
+            catalog_ok = false;
+            println!("account   unavailable: {e}");
+        }
+    }
+    match client.models(None) {
+        Ok(models) => println!(
+            "models    {}",
+            models.iter().map(|m| m.id.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+        Err(e) => {
+            catalog_ok = false;
+            println!("models    unavailable: {e}");
+        }
+    }
     let Some(prompt) = prompt else {
-        return Ok(ExitCode::SUCCESS);
+        return Ok(if catalog_ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     };
     println!("\n> {prompt}   (model {model})\n");
     let agent = client.create_agent_json(Some(&serde_json::json!({ "model": model }).to_string()))?;

@@ -199,6 +199,8 @@ pub(crate) struct Shared {
     client: Client,
     agent_id: String,
     cwd: String,
+    /// Deltas were requested: the streamed text comes from them rather than from messages.
+    deltas: bool,
     summary: Mutex<Summary>,
     listeners: Mutex<Vec<(u64, StatusListener)>>,
     next_listener: AtomicU64,
@@ -254,7 +256,8 @@ impl Run {
     /// Opens `Send` and returns once its first frame arrived (so send-time errors surface here).
     pub(crate) fn start_send(client: &Client, origin: Origin, req: &proto::SendRequest) -> Result<Run> {
         let stream = client.stream(AGENTS, "Send", req)?;
-        Run::start(client, origin, stream, Mode::Live, String::new())
+        let deltas = req.options.as_ref().is_some_and(|o| o.enable_deltas);
+        Run::start(client, origin, stream, Mode::Live, String::new(), deltas)
     }
 
     /// Opens `ObserveRun`. A run the bridge no longer holds in memory (its agent was closed, or
@@ -267,7 +270,7 @@ impl Run {
         };
         let open = |origin: Origin| {
             let stream = client.stream(AGENTS, "ObserveRun", &req)?;
-            Run::start(client, origin, stream, Mode::Observe, run_id.to_string())
+            Run::start(client, origin, stream, Mode::Observe, run_id.to_string(), false)
         };
         match open(origin.clone()) {
             Err(e) if e.kind == ErrorKind::NotFound => {
@@ -284,11 +287,19 @@ impl Run {
         }
     }
 
-    fn start(client: &Client, origin: Origin, mut stream: FrameStream, mode: Mode, run_id: String) -> Result<Run> {
+    fn start(
+        client: &Client,
+        origin: Origin,
+        mut stream: FrameStream,
+        mode: Mode,
+        run_id: String,
+        deltas: bool,
+    ) -> Result<Run> {
         let shared = Arc::new(Shared {
             client: client.clone(),
             agent_id: origin.agent_id,
             cwd: origin.cwd,
+            deltas,
             summary: Mutex::new(Summary {
                 run_id,
                 status: Some(RunStatus::Running),
@@ -383,7 +394,7 @@ impl Run {
     /// The next event: waits up to `timeout` (`None` = forever, zero = just poll).
     /// A stream failure is returned once as `Err`, then `End`.
     pub fn next_event(&self, timeout: Option<Duration>) -> Result<Next> {
-        let guard = self.rx.lock();
+        let mut guard = self.rx.lock();
         let Some(rx) = guard.as_ref() else { return Ok(Next::End) };
         let item = match timeout {
             None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -395,7 +406,10 @@ impl Run {
         };
         match item {
             Ok(Item::Event(e)) => Ok(Next::Event(e)),
-            Ok(Item::Failed(e)) => Err(e),
+            Ok(Item::Failed(e)) => {
+                guard.take(); // a failure is always the last item: End from now on
+                Err(e)
+            }
             Err(RecvTimeoutError::Timeout) => Ok(Next::Timeout),
             Err(RecvTimeoutError::Disconnected) => Ok(Next::End),
         }
@@ -419,10 +433,17 @@ impl Run {
         })
     }
 
-    /// Iterates the assistant text as it streams.
+    /// Iterates the assistant text as it streams: the `text-delta`s when deltas were enabled,
+    /// else the text of each `assistant` message (never both).
     pub fn text_chunks(&self) -> impl Iterator<Item = Result<String>> + '_ {
-        self.events().filter_map(|e| match e {
-            Ok(ev) => ev.text().map(Ok),
+        let want = if self.shared.deltas {
+            EventKind::Delta
+        } else {
+            EventKind::Message
+        };
+        self.events().filter_map(move |e| match e {
+            Ok(ev) if ev.kind == want => ev.text().map(Ok),
+            Ok(_) => None,
             Err(e) => Some(Err(e)),
         })
     }

@@ -133,3 +133,54 @@ impl Drop for CutProxy {
         self.cut();
     }
 }
+
+/// The bridge double (tools/bridge-double), built once per test process.
+pub fn double_bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = std::process::Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "cursor-sdk-bridge-double", "--message-format=json"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .expect("run cargo to build the bridge double");
+        assert!(out.status.success(), "building the bridge double failed");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v.get("executable").and_then(|e| e.as_str()).map(PathBuf::from))
+            .find(|p| p.file_name().is_some_and(|n| n == "cursor-sdk-bridge-double"))
+            .expect("cargo reported no executable for the bridge double")
+    })
+    .clone()
+}
+
+impl Sandbox {
+    /// Options for the bridge double, with its keepalive interval shortened.
+    pub fn double_options(&self) -> ClientOptions {
+        let mut o = self.options();
+        o.bridge_path = Some(double_bin());
+        o.bridge_env
+            .insert("CURSOR_SDK_DOUBLE_KEEPALIVE_MS".into(), "100".into());
+        o
+    }
+
+    pub fn double_client(&self) -> Client {
+        Client::new(self.double_options()).unwrap()
+    }
+}
+
+/// This process's resident set size in KiB (Linux).
+pub fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Number of threads in this process (Linux).
+pub fn thread_count() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
