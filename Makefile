@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CURSOR_SDK_BRIDGE_CACHE ?= $(CURDIR)/.cache/bridge
 
-.PHONY: all build test lint demo fetch-bridge clean
+.PHONY: all build test lint demo fetch-bridge header clean
 
 all: build
 
@@ -24,6 +24,12 @@ lint:
 ## Starts the bridge and prints its version; with CURSOR_API_KEY also the account, models and a run.
 demo: fetch-bridge
 	@$(CARGO) run --quiet --example demo -- $(if $(MODEL),--model "$(MODEL)") $(if $(PROMPT),"$(PROMPT)")
+
+## Regenerates include/cursor_sdk.h from src/ffi (cbindgen runs in build.rs).
+header:
+	$(CARGO) build --lib
+	@cp "$$(ls -t target/debug/build/cursor-sdk-*/out/cursor_sdk.h | head -1)" include/cursor_sdk.h
+	@echo "include/cursor_sdk.h updated"
 
 clean:
 	$(CARGO) clean

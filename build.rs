@@ -1,5 +1,6 @@
-//! Generates the `sdk.v1` protobuf types (prost) and their proto3 JSON mapping (pbjson)
-//! from the vendored `proto/` files, with a pure-Rust compiler so no system `protoc` is needed.
+//! Generates the `sdk.v1` protobuf types (prost) and their proto3 JSON mapping (pbjson) from the
+//! vendored `proto/` files, with a pure-Rust compiler so no system `protoc` is needed; generates
+//! the C header from `src/ffi` with cbindgen; sets the shared library's ABI name.
 
 use std::path::PathBuf;
 
@@ -28,4 +29,49 @@ fn main() {
         .expect("register descriptors")
         .build(&[".sdk.v1"])
         .expect("pbjson codegen");
+
+    header(&out);
+    soname();
+}
+
+/// Writes `$OUT_DIR/cursor_sdk.h`; `make header` copies it to `include/`, and a test checks the
+/// committed copy is current.
+fn header(out: &std::path::Path) {
+    println!("cargo:rerun-if-changed=src/ffi");
+    println!("cargo:rerun-if-changed=cbindgen.toml");
+    let version = std::env::var("CARGO_PKG_VERSION").expect("version");
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor, patch) = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    let mut config = cbindgen::Config::from_file("cbindgen.toml").expect("cbindgen.toml");
+    config.after_includes = Some(format!(
+        "\n/* The version this header belongs to; cursor_sdk_version() gives the library's. */\n\
+         #define CURSOR_SDK_VERSION \"{version}\"\n\
+         #define CURSOR_SDK_VERSION_MAJOR {major}\n\
+         #define CURSOR_SDK_VERSION_MINOR {minor}\n\
+         #define CURSOR_SDK_VERSION_PATCH {patch}\n\
+         /* The ABI major: the shared library is libcursor_sdk.so.CURSOR_SDK_ABI_VERSION. */\n\
+         #define CURSOR_SDK_ABI_VERSION {ABI}\n"
+    ));
+    cbindgen::Builder::new()
+        .with_crate(std::env::var("CARGO_MANIFEST_DIR").expect("manifest dir"))
+        .with_config(config)
+        .generate()
+        .expect("cbindgen")
+        .write_to_file(out.join("cursor_sdk.h"));
+}
+
+/// The shared library's ABI major in its name (`libcursor_sdk.so.0`), so consumers link to an
+/// ABI, not to a build.
+const ABI: u32 = 0;
+
+fn soname() {
+    match std::env::var("CARGO_CFG_TARGET_OS").as_deref() {
+        Ok("linux") => println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libcursor_sdk.so.{ABI}"),
+        Ok("macos") => println!("cargo:rustc-cdylib-link-arg=-Wl,-install_name,@rpath/libcursor_sdk.{ABI}.dylib"),
+        _ => {}
+    }
 }

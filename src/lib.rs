@@ -8,6 +8,7 @@ pub mod agent;
 pub mod bridge;
 pub mod client;
 pub mod error;
+pub mod ffi;
 pub mod log;
 pub mod message;
 pub mod options;

@@ -53,6 +53,23 @@ pub fn send_options(json: Option<&str>) -> Result<proto::SendOptions> {
     parse_with("send options", json, rewrite_send_options)
 }
 
+/// `SendOptions` plus the request-level `idempotencyKey` (accepted in the same object).
+pub fn send_request_options(json: Option<&str>) -> Result<(proto::SendOptions, Option<String>)> {
+    let text = json.map(str::trim).filter(|s| !s.is_empty()).unwrap_or("{}");
+    let mut value: Value = serde_json::from_str(text)
+        .map_err(|e| Error::invalid_argument(format!("send options: malformed JSON: {e}")))?;
+    let obj = value
+        .as_object_mut()
+        .ok_or_else(|| Error::invalid_argument("send options: expected a JSON object"))?;
+    let key = match obj.remove("idempotencyKey").or_else(|| obj.remove("idempotency_key")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(k)) => Some(k),
+        Some(_) => return Err(Error::invalid_argument("send options: idempotencyKey must be a string")),
+    };
+    rewrite_send_options(obj);
+    Ok((decode("send options", value)?, key))
+}
+
 /// `ListAgentsOptions` from JSON.
 pub fn list_agents_options(json: Option<&str>) -> Result<proto::ListAgentsOptions> {
     parse_with("list agents options", json, rewrite_query)

@@ -546,13 +546,21 @@ impl Run {
     }
 }
 
-impl Drop for Run {
-    fn drop(&mut self) {
+impl Run {
+    /// Stops the reader promptly (closes its socket) without cancelling the run; queued events
+    /// stay readable, then the stream ends.
+    pub fn stop_reading(&self) {
         self.shared.closed.store(true, Ordering::Release);
-        // Unblock the reader: close its socket and drop the queue's receiving end.
         if let Some(a) = self.shared.aborter.lock().take() {
             a.abort();
         }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        self.stop_reading();
+        // Also drop the queue's receiving end so a reader blocked on a full queue wakes.
         self.rx.lock().take();
     }
 }

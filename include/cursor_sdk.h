@@ -1,0 +1,601 @@
+/*
+ * cursor_sdk: the Cursor agent SDK as a C library.
+ *
+ * Generated from src/ffi by cbindgen: do not edit.
+ *
+ * Conventions for every function:
+ * - Fallible functions return a cursor_status: CURSOR_OK (0), CURSOR_TIMEOUT (1), CURSOR_END (2),
+ *   or a negative CURSOR_E_* code. With a non-NULL `cursor_error **err`, a failure also stores a
+ *   full error object there (free it with cursor_error_free); on success *err is set to NULL.
+ *   There is no thread-local "last error".
+ * - Out-parameters are set to NULL/0 first and written only on success.
+ * - Input strings are NUL-terminated UTF-8, copied before the call returns (never kept).
+ *   Invalid UTF-8, or NULL where a value is required, gives CURSOR_E_INVALID_ARGUMENT.
+ * - `char **` results are owned: free them with cursor_string_free. `const char *` results are
+ *   borrowed from the handle they came from and live until that handle is freed.
+ * - Every *_free function accepts NULL.
+ * - A Rust panic never unwinds into C: it becomes CURSOR_E_INTERNAL.
+ * - Threads: a cursor_client may be used from many threads at once. A cursor_run is consumed by
+ *   one thread at a time (it may move between threads); cursor_run_cancel, cursor_run_status and
+ *   cursor_run_id are safe from any thread. The library prints nothing unless asked
+ *   (cursor_set_log_callback, or CURSOR_SDK_LOG).
+ */
+
+#ifndef CURSOR_SDK_H
+#define CURSOR_SDK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The version this header belongs to; cursor_sdk_version() gives the library's. */
+#define CURSOR_SDK_VERSION "0.1.0"
+#define CURSOR_SDK_VERSION_MAJOR 0
+#define CURSOR_SDK_VERSION_MINOR 1
+#define CURSOR_SDK_VERSION_PATCH 0
+/* The ABI major: the shared library is libcursor_sdk.so.CURSOR_SDK_ABI_VERSION. */
+#define CURSOR_SDK_ABI_VERSION 0
+
+
+// Result of a fallible call. Values are stable and never reused.
+typedef enum {
+    // Success.
+    CURSOR_OK = 0,
+    // Nothing happened within the timeout (polling functions only).
+    CURSOR_TIMEOUT = 1,
+    // The stream is over: every event has been delivered.
+    CURSOR_END = 2,
+    // A required argument was NULL or malformed (bad UTF-8, bad JSON, unknown option key…).
+    CURSOR_E_INVALID_ARGUMENT = -1,
+    // The bridge rejected the token, or the Cursor API key was missing or rejected.
+    CURSOR_E_AUTH = -2,
+    // The account may not do this.
+    CURSOR_E_PERMISSION_DENIED = -3,
+    // The agent, run or artifact does not exist (or not under the given cwd).
+    CURSOR_E_NOT_FOUND = -4,
+    // The agent already has an active run.
+    CURSOR_E_BUSY = -5,
+    // A rate or usage limit was hit; see `cursor_error_retry_after_ms`.
+    CURSOR_E_RATE_LIMITED = -6,
+    // The bridge or the Cursor backend is unreachable.
+    CURSOR_E_UNAVAILABLE = -7,
+    // No bridge was found, or it failed before it was ready.
+    CURSOR_E_BRIDGE_START_FAILED = -8,
+    // The bridge process exited.
+    CURSOR_E_BRIDGE_EXITED = -9,
+    // The connection to the bridge failed.
+    CURSOR_E_TRANSPORT = -10,
+    // A deadline passed.
+    CURSOR_E_DEADLINE = -11,
+    // The bridge broke the protocol (bad or oversized frame…).
+    CURSOR_E_PROTOCOL = -12,
+    // The operation was cancelled.
+    CURSOR_E_CANCELLED = -13,
+    // A bug in the library or the bridge (a caught panic included).
+    CURSOR_E_INTERNAL = -14,
+    // Not supported here (e.g. artifacts of local agents).
+    CURSOR_E_UNSUPPORTED = -15,
+    // The target's state forbids it (e.g. archived agent, live run).
+    CURSOR_E_FAILED_PRECONDITION = -16,
+    // The API was used wrongly (wrong handle state, second completion…).
+    CURSOR_E_USAGE = -17,
+} cursor_status;
+
+// Log severities (most severe first). Values are stable.
+typedef enum {
+    CURSOR_LOG_ERROR = 1,
+    CURSOR_LOG_WARN = 2,
+    CURSOR_LOG_INFO = 3,
+    CURSOR_LOG_DEBUG = 4,
+} cursor_log_level;
+
+// A run's status. Values are stable. (Named `_t` because of the accessor `cursor_run_status()`.)
+typedef enum {
+    CURSOR_RUN_RUNNING = 1,
+    CURSOR_RUN_FINISHED = 2,
+    CURSOR_RUN_ERROR = 3,
+    CURSOR_RUN_CANCELLED = 4,
+    CURSOR_RUN_EXPIRED = 5,
+} cursor_run_status_t;
+
+// What an event carries. Values are stable. (Named `_t` because C cannot have a type and the
+// accessor `cursor_event_kind()` share a name.)
+typedef enum {
+    // An `sdk_message`: `cursor_event_type` is "assistant", "status", "tool_call", "thinking",
+    // "usage", "system", "task", "request", … (unknown types pass through).
+    CURSOR_EVENT_MESSAGE = 1,
+    // An interaction update (with `enableDeltas`): "text-delta", "thinking-delta", …
+    CURSOR_EVENT_DELTA = 2,
+    // A conversation step (with `enableSteps`).
+    CURSOR_EVENT_STEP = 3,
+    // The run's result; `cursor_event_type` is "result".
+    CURSOR_EVENT_RESULT = 4,
+} cursor_event_kind_t;
+
+// An agent handle. Its functions may be called from several threads; sends to one agent are
+// refused with `CURSOR_E_BUSY` while a run of it is active (a bridge rule). The handle keeps
+// the client's connection alive; free it before the client.
+typedef struct cursor_agent cursor_agent;
+
+// A client: owns (or attaches to) one bridge. Thread-safe: every function taking a
+// `cursor_client *` may be called from many threads at once.
+typedef struct cursor_client cursor_client;
+
+// A failed call's error: kind, codes, message and every detail the bridge sent. Created by
+// the library, owned by the caller, freed with `cursor_error_free`. Its accessors may be
+// called from any thread; their strings live until the error is freed.
+typedef struct cursor_error cursor_error;
+
+// One event of a run. Owned by the caller (`cursor_event_free`); its strings are borrowed
+// until then. Safe to read from any thread.
+typedef struct cursor_event cursor_event;
+
+// A run handle. Consume it from one thread at a time (it may move between threads);
+// `cursor_run_cancel`, `cursor_run_status` and `cursor_run_id` are safe from any thread.
+typedef struct cursor_run cursor_run;
+
+// Log callback: `message` is a NUL-terminated line borrowed for the call. It may be called
+// from any library thread, concurrently; it must not throw or longjmp, and should be quick.
+typedef void (*cursor_log_fn)(void *user_data, cursor_log_level level, const char *message);
+
+// Push-mode callback. Called on a library thread, in stream order, once per event with
+// `event` non-NULL and `error` NULL; then exactly once more with `event` NULL as the final
+// call: `error` NULL when the stream ended normally, else the failure. `event` and `error` are
+// borrowed for the duration of the call only (copy what you keep). The callback must not throw
+// or longjmp, and must not call `cursor_run_next_event` or `cursor_run_wait` on this run; it may
+// call `cursor_run_cancel`, and `cursor_run_free` (which then returns at once).
+typedef void (*cursor_event_fn)(void *user_data, const cursor_event *event, const cursor_error *error);
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+// A short, static, lower-case name for a status (`"ok"`, `"not_found"`…). Never NULL; unknown
+// values give `"unknown"`. The string is static: do not free it. Thread-safe.
+const char *cursor_status_name(int32_t status);
+
+// The library version, `"MAJOR.MINOR.PATCH"`, equal to `CURSOR_SDK_VERSION`. Static; do not
+// free. Thread-safe.
+const char *cursor_sdk_version(void);
+
+// Frees a string the library returned through a `char **` out-parameter. NULL is accepted.
+// Never pass strings that came from elsewhere (or `const char *` results).
+//
+// # Safety
+// `s` must be NULL or a string returned by this library and not yet freed.
+void cursor_string_free(char *s);
+
+// Creates an agent. `agent_options_json` (may be NULL) is `AgentOptions` in the proto3 JSON
+// mapping plus shorthands: e.g. `{"model":"composer-2","cwd":".","name":"helper"}`; keys
+// camelCase or snake_case; unknown keys are `CURSOR_E_INVALID_ARGUMENT` naming the key path.
+// Local agents (no `cloud` key) default their cwd to the client's workspace; the client's API
+// key is filled in. On success `*out` owns the agent (`cursor_agent_free`). Blocks for one RPC
+// (and for the bridge's start on first use).
+//
+// # Safety
+// `agent_options_json` must be NULL or NUL-terminated; `out` valid; `err` NULL or valid.
+cursor_status cursor_agent_create(cursor_client *c,
+                                  const char *agent_options_json,
+                                  cursor_agent **out,
+                                  cursor_error **err);
+
+// Re-attaches to an existing agent by id and applies `agent_options_json` (as for create: give
+// the model and, for agents made elsewhere, the cwd). On success `*out` owns the agent.
+//
+// # Safety
+// `agent_id` must be NUL-terminated; `agent_options_json` NULL or NUL-terminated; `out` valid.
+cursor_status cursor_agent_resume(cursor_client *c,
+                                  const char *agent_id,
+                                  const char *agent_options_json,
+                                  cursor_agent **out,
+                                  cursor_error **err);
+
+// The agent's id. Borrowed: valid until `cursor_agent_free`. NULL for a NULL agent.
+const char *cursor_agent_id(const cursor_agent *a);
+
+// Sends a message and returns the live run once its stream is open: errors such as an unknown
+// agent, a missing model or a busy agent are returned here. `message` is plain text, or a JSON
+// `UserMessage` object (`{"text":"…","images":[{"data":{"data":"<base64>","mimeType":"image/png"}}]}`).
+// `send_options_json` (may be NULL): `model` (persists for later sends), `mode` (`"plan"`),
+// `mcpServers`, `local.force`, `cloud.envVars`, `enableDeltas`, `enableSteps`, and
+// `idempotencyKey` (cloud agents). On success `*out` owns the run (`cursor_run_free`).
+//
+// # Safety
+// `message` must be NUL-terminated; `send_options_json` NULL or NUL-terminated; `out` valid.
+cursor_status cursor_agent_send(cursor_agent *a,
+                                const char *message,
+                                const char *send_options_json,
+                                cursor_run **out,
+                                cursor_error **err);
+
+// Releases the bridge's in-memory agent (its durable state stays; resume brings it back).
+// The handle stays valid for management calls and must still be freed.
+cursor_status cursor_agent_close(cursor_agent *a, cursor_error **err);
+
+// Reloads the agent's durable state from its store.
+cursor_status cursor_agent_reload(cursor_agent *a, cursor_error **err);
+
+// Archives the agent.
+cursor_status cursor_agent_archive(cursor_agent *a, cursor_error **err);
+
+// Restores the archived agent.
+cursor_status cursor_agent_unarchive(cursor_agent *a, cursor_error **err);
+
+// Deletes the agent and its durable data (`CURSOR_E_FAILED_PRECONDITION` while a run is live).
+cursor_status cursor_agent_delete(cursor_agent *a, cursor_error **err);
+
+// The agent's metadata from its store (`SdkAgentInfo` JSON). Owned result.
+cursor_status cursor_agent_info(cursor_agent *a, char **json_out, cursor_error **err);
+
+// Messages recorded for the agent, as a JSON array of `AgentMessage`. `options_json` (may be
+// NULL): `limit`, `offset`, `runtime`, `cwd`, `apiKey`. Owned result.
+//
+// # Safety
+// `options_json` must be NULL or NUL-terminated.
+cursor_status cursor_agent_messages(cursor_agent *a,
+                                    const char *options_json,
+                                    char **json_out,
+                                    cursor_error **err);
+
+// The agent's artifacts, as a JSON array of `{path,sizeBytes,updatedAt}`. Owned result.
+cursor_status cursor_agent_artifacts(cursor_agent *a, char **json_out, cursor_error **err);
+
+// Token usage and cost (`AgentUsage` JSON), for one run when `run_id` is not NULL. Cloud agents.
+//
+// # Safety
+// `run_id` must be NULL or NUL-terminated.
+cursor_status cursor_agent_usage(cursor_agent *a, const char *run_id, char **json_out, cursor_error **err);
+
+// Downloads an artifact. On success `*data_out` owns `*len_out` bytes, freed with
+// `cursor_bytes_free(data, len)` (`*data_out` may be NULL when the artifact is empty).
+//
+// # Safety
+// `path` must be NUL-terminated; `data_out` and `len_out` valid.
+cursor_status cursor_agent_download_artifact(cursor_agent *a,
+                                             const char *path,
+                                             uint8_t **data_out,
+                                             size_t *len_out,
+                                             cursor_error **err);
+
+// Frees bytes from `cursor_agent_download_artifact`. NULL is accepted.
+//
+// # Safety
+// `data`/`len` must be exactly what the library returned, not yet freed.
+void cursor_bytes_free(uint8_t *data, size_t len);
+
+// Frees an agent handle (the agent itself lives on in the bridge; see `cursor_agent_close`).
+// NULL is accepted. Runs from this agent stay valid.
+//
+// # Safety
+// `a` must be NULL or an agent from this library not yet freed.
+void cursor_agent_free(cursor_agent *a);
+
+// Creates a client. `options_json` may be NULL (or `"{}"`): the bridge is found automatically
+// (`CURSOR_SDK_BRIDGE_BIN`, the fetched cache, then `PATH`), the workspace is the current
+// directory and the API key comes from `CURSOR_API_KEY`. Keys (camelCase or snake_case):
+// `bridgePath`, `workspace`, `apiKey`, `bridgeUrl` + `bridgeToken` (attach to a running bridge,
+// which is then never stopped by us; also `CURSOR_SDK_BRIDGE_URL`/`CURSOR_SDK_BRIDGE_TOKEN`),
+// `startupTimeoutMs` (30000), `requestTimeoutMs` (60000), `streamIdleTimeoutMs` (60000),
+// `maxFrameBytes`, `verbose`, `eager` (start the bridge now instead of on first use),
+// `bridgeEnv` (object), `bridgeArgs` (array). Unknown keys are `CURSOR_E_INVALID_ARGUMENT`.
+//
+// On success `*out` owns a client to free with `cursor_client_free`. Without `eager` this does
+// not block; with it, it waits for the bridge (up to `startupTimeoutMs`).
+//
+// # Safety
+// `options_json` must be NULL or NUL-terminated; `out` must be a valid pointer; `err` NULL or valid.
+cursor_status cursor_client_new(const char *options_json, cursor_client **out, cursor_error **err);
+
+// Frees a client and stops the bridge it launched (Shutdown, then signals; at most ~7 s,
+// usually well under 100 ms). An attached bridge is left running. Agents and runs made from
+// this client fail with `CURSOR_E_USAGE` afterwards: free them first. NULL is accepted. Must
+// not be called while another thread still uses this client.
+//
+// # Safety
+// `c` must be NULL or a client from `cursor_client_new` not yet freed.
+void cursor_client_free(cursor_client *c);
+
+// Starts the bridge now (a no-op when it runs already or the client is attached). Blocks up to
+// `startupTimeoutMs`.
+cursor_status cursor_client_start(cursor_client *c, cursor_error **err);
+
+// Checks that the bridge is up and accepts our token (`Ping`). Starts the bridge if needed.
+cursor_status cursor_client_ping(cursor_client *c, cursor_error **err);
+
+// The bridge's version as JSON: `{"bridgeVersion","protocolVersion","capabilities":[…]}`.
+// On success `*json_out` is an owned string for `cursor_string_free`.
+cursor_status cursor_client_version(cursor_client *c, char **json_out, cursor_error **err);
+
+// Stops a launched bridge now; later calls on this client fail with `CURSOR_E_USAGE`.
+// Idempotent and safe from any thread (e.g. from a signal-handling thread, not a signal handler).
+void cursor_client_shutdown(cursor_client *c);
+
+// The account of the API key (`api_key`, or the client's when NULL) as JSON (`SdkUser`).
+// Needs the Cursor backend. Owned result for `cursor_string_free`.
+//
+// # Safety
+// `api_key` must be NULL or NUL-terminated.
+cursor_status cursor_client_me(cursor_client *c, const char *api_key, char **json_out, cursor_error **err);
+
+// The models the account may use, as a JSON array of `SdkModel`. Owned result.
+//
+// # Safety
+// `api_key` must be NULL or NUL-terminated.
+cursor_status cursor_client_models(cursor_client *c,
+                                   const char *api_key,
+                                   char **json_out,
+                                   cursor_error **err);
+
+// The repositories the account can use with cloud agents, as a JSON array. Owned result.
+//
+// # Safety
+// `api_key` must be NULL or NUL-terminated.
+cursor_status cursor_client_repositories(cursor_client *c,
+                                         const char *api_key,
+                                         char **json_out,
+                                         cursor_error **err);
+
+// One agent's metadata (`SdkAgentInfo` JSON). `options_json` (may be NULL): `{"cwd","apiKey"}`;
+// the cwd defaults to the client's workspace. Owned result.
+//
+// # Safety
+// String arguments must be NULL (where allowed) or NUL-terminated.
+cursor_status cursor_client_get_agent(cursor_client *c,
+                                      const char *agent_id,
+                                      const char *options_json,
+                                      char **json_out,
+                                      cursor_error **err);
+
+// One page of agents: `{"items":[SdkAgentInfo…],"nextCursor":"…"|null}`. `options_json` (may be
+// NULL): `limit`, `cursor` (a previous `nextCursor`), `runtime` (`"local"`/`"cloud"`), `cwd`,
+// `prUrl`, `includeArchived`, `apiKey`. Owned result.
+//
+// # Safety
+// `options_json` must be NULL or NUL-terminated.
+cursor_status cursor_client_list_agents(cursor_client *c,
+                                        const char *options_json,
+                                        char **json_out,
+                                        cursor_error **err);
+
+// Archives an agent by id. `options_json` as for `cursor_client_get_agent`.
+//
+// # Safety
+// String arguments must be NULL (where allowed) or NUL-terminated.
+cursor_status cursor_client_archive_agent(cursor_client *c,
+                                          const char *agent_id,
+                                          const char *options_json,
+                                          cursor_error **err);
+
+// Restores an archived agent by id.
+//
+// # Safety
+// String arguments must be NULL (where allowed) or NUL-terminated.
+cursor_status cursor_client_unarchive_agent(cursor_client *c,
+                                            const char *agent_id,
+                                            const char *options_json,
+                                            cursor_error **err);
+
+// Deletes an agent and its durable data by id (`CURSOR_E_FAILED_PRECONDITION` while a run of
+// it is live: cancel the run first).
+//
+// # Safety
+// String arguments must be NULL (where allowed) or NUL-terminated.
+cursor_status cursor_client_delete_agent(cursor_client *c,
+                                         const char *agent_id,
+                                         const char *options_json,
+                                         cursor_error **err);
+
+// One page of an agent's runs: `{"items":[RunSnapshot…],"nextCursor":…}`. `options_json`:
+// `limit`, `cursor`, `runtime`, `cwd`, `apiKey`. Listing a run that is streaming right now
+// detaches the bridge's live handle: do not list while you stream a run of this agent.
+//
+// # Safety
+// String arguments must be NULL (where allowed) or NUL-terminated.
+cursor_status cursor_client_list_runs(cursor_client *c,
+                                      const char *agent_id,
+                                      const char *options_json,
+                                      char **json_out,
+                                      cursor_error **err);
+
+// A run's snapshot (`RunSnapshot` JSON). `options_json`: `runtime`, `cwd`, `agentId`, `apiKey`.
+// The same live-run caveat as `cursor_client_list_runs` applies.
+//
+// # Safety
+// String arguments must be NULL (where allowed) or NUL-terminated.
+cursor_status cursor_client_get_run(cursor_client *c,
+                                    const char *run_id,
+                                    const char *options_json,
+                                    char **json_out,
+                                    cursor_error **err);
+
+// A run's conversation document (JSON text, as the bridge keeps it). Owned result.
+//
+// # Safety
+// `run_id` must be NUL-terminated.
+cursor_status cursor_client_run_conversation(cursor_client *c,
+                                             const char *run_id,
+                                             char **json_out,
+                                             cursor_error **err);
+
+// One-shot: with a process-wide default client (default options, started on first use and
+// stopped at exit), creates an agent from `agent_options_json` (NULL allowed, e.g.
+// `{"model":"composer-2"}`), sends `prompt`, waits for the end and closes the agent. On success
+// `*text_out` owns the final assistant text. A run that ended in error or was cancelled gives
+// `CURSOR_E_INTERNAL`/`CURSOR_E_CANCELLED` with the run's reason as the message. Blocks for the
+// whole run; thread-safe.
+//
+// # Safety
+// `prompt` must be NUL-terminated, `agent_options_json` NULL or NUL-terminated, `text_out` valid.
+cursor_status cursor_prompt(const char *prompt,
+                            const char *agent_options_json,
+                            char **text_out,
+                            cursor_error **err);
+
+// The error's kind as a (negative) status code, e.g. `CURSOR_E_NOT_FOUND`.
+// NULL gives `CURSOR_E_INVALID_ARGUMENT`.
+cursor_status cursor_error_kind(const cursor_error *e);
+
+// A readable message: `"<kind>: <text>"`, plus the request id when there is one. Never NULL
+// for a valid error (NULL for a NULL error). Borrowed until `cursor_error_free`.
+const char *cursor_error_message(const cursor_error *e);
+
+// The Connect code the bridge sent (`"not_found"`, `"internal"`…), or NULL when the error did
+// not come from the bridge. Borrowed until `cursor_error_free`.
+const char *cursor_error_connect_code(const cursor_error *e);
+
+// The bridge's `SdkErrorCode` (0 when absent). Values the header does not know are kept as
+// they came. NULL gives 0.
+int32_t cursor_error_sdk_code(const cursor_error *e);
+
+// The full request id from Cursor Cloud, or NULL. Borrowed until `cursor_error_free`.
+const char *cursor_error_request_id(const cursor_error *e);
+
+// How long to wait before retrying, in milliseconds, or -1 when the bridge did not say.
+int64_t cursor_error_retry_after_ms(const cursor_error *e);
+
+// Rate-limit details. Returns true when the error carries them, and then writes each known
+// value through the non-NULL pointers (an unknown one is written as `UINT64_MAX`).
+//
+// # Safety
+// Each out-pointer must be NULL or valid for a `uint64_t` write.
+bool cursor_error_rate_limit(const cursor_error *e,
+                             uint64_t *limit,
+                             uint64_t *remaining,
+                             uint64_t *reset_epoch_seconds);
+
+// A link to documentation or remediation, or NULL. Borrowed until `cursor_error_free`.
+const char *cursor_error_help_url(const cursor_error *e);
+
+// The upstream provider when the failure came from outside Cursor, or NULL. Borrowed until
+// `cursor_error_free`.
+const char *cursor_error_provider(const cursor_error *e);
+
+// The HTTP status of the response that carried the error (200 for errors inside a stream), or
+// 0 when there was no response.
+int32_t cursor_error_http_status(const cursor_error *e);
+
+// Whether retrying the same call may succeed (transport trouble, rate limits, a retry-after).
+bool cursor_error_retryable(const cursor_error *e);
+
+// Frees an error. NULL is accepted. The error's strings become invalid.
+//
+// # Safety
+// `e` must be NULL or an error from this library not yet freed.
+void cursor_error_free(cursor_error *e);
+
+// Installs the process-wide log callback for lines at `level` (a `cursor_log_level`) or more
+// severe (`fn` NULL removes it). The library prints nothing to stdout or stderr by default; without a callback,
+// `CURSOR_SDK_LOG=error|warn|info|debug` sends lines to stderr. Lines never contain the bridge
+// token. `user_data` is passed to every call and must stay valid until the callback is replaced
+// or removed. Thread-safe; calls already running may finish after this returns.
+void cursor_set_log_callback(int32_t level,
+                             cursor_log_fn fn,
+                             void *user_data);
+
+// Takes the next event. `timeout_ms`: 0 polls without blocking, a negative value waits as long
+// as it takes. Returns `CURSOR_OK` with `*out` owning an event (`cursor_event_free`),
+// `CURSOR_TIMEOUT` when none arrived in time, `CURSOR_END` after the last event, or an error
+// (reported once; `CURSOR_END` follows). Keepalives never surface. Fails with `CURSOR_E_USAGE`
+// in push mode. `cursor_run_cancel` from another thread makes a blocked call return promptly.
+//
+// # Safety
+// `r` must be a live run handle and `out` a valid pointer; `err` NULL or valid.
+cursor_status cursor_run_next_event(cursor_run *r,
+                                    int32_t timeout_ms,
+                                    cursor_event **out,
+                                    cursor_error **err);
+
+// Waits for the run to end (consuming the remaining events) and writes the result as JSON to
+// `*result_json_out` (owned; may be NULL to skip): `{"runId","agentId","status":"finished"|
+// "error"|"cancelled"|"expired","text","model","durationMs","usage","git","errorCode",
+// "errorMessage"}`. A run that ended in error is still `CURSOR_OK` here: read `status`.
+// `timeout_ms` < 0 waits forever; on timeout returns `CURSOR_E_DEADLINE` and the run goes on.
+//
+// # Safety
+// `result_json_out` must be NULL or valid.
+cursor_status cursor_run_wait(cursor_run *r, int32_t timeout_ms, char **result_json_out, cursor_error **err);
+
+// Asks the bridge to cancel the run; its stream then ends with status cancelled (and a blocked
+// `cursor_run_next_event` wakes). Safe from any thread, including inside the push callback;
+// idempotent; on a run already over it does nothing and returns `CURSOR_OK`.
+cursor_status cursor_run_cancel(cursor_run *r, cursor_error **err);
+
+// The run id (known once `cursor_agent_send` returned). Borrowed until `cursor_run_free`;
+// `""` if the bridge has not named the run. Safe from any thread.
+const char *cursor_run_id(const cursor_run *r);
+
+// The latest status seen on the stream. Safe from any thread. NULL gives `CURSOR_RUN_ERROR`.
+cursor_run_status_t cursor_run_status(const cursor_run *r);
+
+// The assistant text streamed so far (the final text once the run ended). Owned result.
+cursor_status cursor_run_text(cursor_run *r, char **text_out, cursor_error **err);
+
+// Opens the run's durable event stream after `after_offset` (NULL: from the start; offsets
+// from a previous observe, since `Send` numbers differently). `*out` owns a new run handle
+// whose events are the replayed and then live events.
+//
+// # Safety
+// `after_offset` must be NULL or NUL-terminated; `out` valid.
+cursor_status cursor_run_observe(cursor_run *r,
+                                 const char *after_offset,
+                                 cursor_run **out,
+                                 cursor_error **err);
+
+// A descriptor that becomes readable when the run has events or has ended, for `poll`/`select`/
+// kqueue/epoll loops: when readable, call `cursor_run_next_event(r, 0, …)` until it returns
+// `CURSOR_TIMEOUT` (which re-arms it) or `CURSOR_END`. Owned by the run (do not close it);
+// valid until `cursor_run_free`. Returns -1 on error or where unsupported (Windows).
+int32_t cursor_run_wait_fd(cursor_run *r);
+
+// Switches the run to push mode: a library thread calls `fn` for each event, in order, then
+// once more as the final call (see `cursor_event_fn`). `user_data` is passed through untouched;
+// release it in the final call. Fails with `CURSOR_E_USAGE` if a callback is already set;
+// `fn` NULL is `CURSOR_E_INVALID_ARGUMENT`. Do not poll the run once a callback is set.
+// `cursor_run_free` during push mode stops delivery: it waits for a callback in progress, then
+// the final call is made (with a `CURSOR_E_CANCELLED` error unless the stream had ended)
+// before `cursor_run_free` returns.
+//
+// # Safety
+// `fn` must be safe to call from another thread with `user_data`.
+cursor_status cursor_run_set_callback(cursor_run *r, cursor_event_fn fn, void *user_data, cursor_error **err);
+
+// Frees a run handle. NULL is accepted. It does not cancel the run in the bridge (call
+// `cursor_run_cancel` first for that); it stops reading promptly. In push mode it waits for a
+// callback in progress and for the final call (unless called from inside the callback, when it
+// returns at once and the final call follows the callback's return). Safe from any thread
+// while another thread is blocked in `cursor_run_next_event` on a different handle; never free
+// a handle another thread is still using.
+//
+// # Safety
+// `r` must be NULL or a run from this library not yet freed.
+void cursor_run_free(cursor_run *r);
+
+// The event's kind. NULL gives `CURSOR_EVENT_MESSAGE`.
+cursor_event_kind_t cursor_event_kind(const cursor_event *e);
+
+// The event's type: "assistant", "status", "tool_call", "text-delta", "result", …
+// Borrowed until `cursor_event_free`; NULL for a NULL event.
+const char *cursor_event_type(const cursor_event *e);
+
+// The event's payload as JSON text (snake_case keys inside messages, as the bridge sends
+// them). Borrowed until `cursor_event_free`.
+const char *cursor_event_json(const cursor_event *e);
+
+// The assistant text this event carries (an "assistant" message's text blocks, or a
+// "text-delta"), or NULL. Borrowed until `cursor_event_free`.
+const char *cursor_event_text(const cursor_event *e);
+
+// The event's resume offset in its stream, or NULL. Borrowed until `cursor_event_free`.
+const char *cursor_event_offset(const cursor_event *e);
+
+// Frees an event. NULL is accepted.
+//
+// # Safety
+// `e` must be NULL or an event from this library not yet freed.
+void cursor_event_free(cursor_event *e);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* CURSOR_SDK_H */

@@ -1,0 +1,302 @@
+//! The C ABI (`include/cursor_sdk.h`, generated from this module by cbindgen).
+//!
+//! Conventions, the same for every function:
+//! - Fallible functions return a `cursor_status`: `CURSOR_OK` (0), `CURSOR_TIMEOUT` (1),
+//!   `CURSOR_END` (2), or a negative error code. When the caller passes a non-NULL
+//!   `cursor_error **err`, a failure also stores a full error object there (freed with
+//!   `cursor_error_free`); on success `*err` is set to NULL. There is no thread-local last error.
+//! - Out-parameters are set to NULL/0 first and written only on success.
+//! - Input strings are NUL-terminated UTF-8, copied before the call returns; invalid UTF-8 or
+//!   NULL where a value is required gives `CURSOR_E_INVALID_ARGUMENT`.
+//! - Owned output strings (`char **`) are freed with `cursor_string_free`; `const char *`
+//!   results are borrowed from the handle they came from and live until it is freed.
+//! - A Rust panic never unwinds into C: it becomes `CURSOR_E_INTERNAL`.
+
+// The C names are the API.
+#![allow(non_camel_case_types)]
+
+pub mod agent;
+pub mod client;
+pub mod error;
+pub mod log;
+pub mod run;
+
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::error::{Error, ErrorKind, Result};
+pub use error::cursor_error;
+
+/// Result of a fallible call. Values are stable and never reused.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum cursor_status {
+    /// Success.
+    CURSOR_OK = 0,
+    /// Nothing happened within the timeout (polling functions only).
+    CURSOR_TIMEOUT = 1,
+    /// The stream is over: every event has been delivered.
+    CURSOR_END = 2,
+    /// A required argument was NULL or malformed (bad UTF-8, bad JSON, unknown option key…).
+    CURSOR_E_INVALID_ARGUMENT = -1,
+    /// The bridge rejected the token, or the Cursor API key was missing or rejected.
+    CURSOR_E_AUTH = -2,
+    /// The account may not do this.
+    CURSOR_E_PERMISSION_DENIED = -3,
+    /// The agent, run or artifact does not exist (or not under the given cwd).
+    CURSOR_E_NOT_FOUND = -4,
+    /// The agent already has an active run.
+    CURSOR_E_BUSY = -5,
+    /// A rate or usage limit was hit; see `cursor_error_retry_after_ms`.
+    CURSOR_E_RATE_LIMITED = -6,
+    /// The bridge or the Cursor backend is unreachable.
+    CURSOR_E_UNAVAILABLE = -7,
+    /// No bridge was found, or it failed before it was ready.
+    CURSOR_E_BRIDGE_START_FAILED = -8,
+    /// The bridge process exited.
+    CURSOR_E_BRIDGE_EXITED = -9,
+    /// The connection to the bridge failed.
+    CURSOR_E_TRANSPORT = -10,
+    /// A deadline passed.
+    CURSOR_E_DEADLINE = -11,
+    /// The bridge broke the protocol (bad or oversized frame…).
+    CURSOR_E_PROTOCOL = -12,
+    /// The operation was cancelled.
+    CURSOR_E_CANCELLED = -13,
+    /// A bug in the library or the bridge (a caught panic included).
+    CURSOR_E_INTERNAL = -14,
+    /// Not supported here (e.g. artifacts of local agents).
+    CURSOR_E_UNSUPPORTED = -15,
+    /// The target's state forbids it (e.g. archived agent, live run).
+    CURSOR_E_FAILED_PRECONDITION = -16,
+    /// The API was used wrongly (wrong handle state, second completion…).
+    CURSOR_E_USAGE = -17,
+}
+
+impl cursor_status {
+    pub(crate) fn from_kind(kind: ErrorKind) -> cursor_status {
+        use cursor_status::*;
+        match kind {
+            ErrorKind::InvalidArgument => CURSOR_E_INVALID_ARGUMENT,
+            ErrorKind::Auth => CURSOR_E_AUTH,
+            ErrorKind::PermissionDenied => CURSOR_E_PERMISSION_DENIED,
+            ErrorKind::NotFound => CURSOR_E_NOT_FOUND,
+            ErrorKind::Busy => CURSOR_E_BUSY,
+            ErrorKind::RateLimited => CURSOR_E_RATE_LIMITED,
+            ErrorKind::Unavailable => CURSOR_E_UNAVAILABLE,
+            ErrorKind::BridgeStartFailed => CURSOR_E_BRIDGE_START_FAILED,
+            ErrorKind::BridgeExited => CURSOR_E_BRIDGE_EXITED,
+            ErrorKind::Transport => CURSOR_E_TRANSPORT,
+            ErrorKind::Timeout => CURSOR_E_DEADLINE,
+            ErrorKind::Protocol => CURSOR_E_PROTOCOL,
+            ErrorKind::Cancelled => CURSOR_E_CANCELLED,
+            ErrorKind::Internal => CURSOR_E_INTERNAL,
+            ErrorKind::Unsupported => CURSOR_E_UNSUPPORTED,
+            ErrorKind::FailedPrecondition => CURSOR_E_FAILED_PRECONDITION,
+            ErrorKind::Usage => CURSOR_E_USAGE,
+        }
+    }
+
+    fn name(self) -> &'static CStr {
+        use cursor_status::*;
+        match self {
+            CURSOR_OK => c"ok",
+            CURSOR_TIMEOUT => c"timeout",
+            CURSOR_END => c"end",
+            CURSOR_E_INVALID_ARGUMENT => c"invalid_argument",
+            CURSOR_E_AUTH => c"auth",
+            CURSOR_E_PERMISSION_DENIED => c"permission_denied",
+            CURSOR_E_NOT_FOUND => c"not_found",
+            CURSOR_E_BUSY => c"busy",
+            CURSOR_E_RATE_LIMITED => c"rate_limited",
+            CURSOR_E_UNAVAILABLE => c"unavailable",
+            CURSOR_E_BRIDGE_START_FAILED => c"bridge_start_failed",
+            CURSOR_E_BRIDGE_EXITED => c"bridge_exited",
+            CURSOR_E_TRANSPORT => c"transport",
+            CURSOR_E_DEADLINE => c"deadline",
+            CURSOR_E_PROTOCOL => c"protocol",
+            CURSOR_E_CANCELLED => c"cancelled",
+            CURSOR_E_INTERNAL => c"internal",
+            CURSOR_E_UNSUPPORTED => c"unsupported",
+            CURSOR_E_FAILED_PRECONDITION => c"failed_precondition",
+            CURSOR_E_USAGE => c"usage",
+        }
+    }
+}
+
+/// A short, static, lower-case name for a status (`"ok"`, `"not_found"`…). Never NULL; unknown
+/// values give `"unknown"`. The string is static: do not free it. Thread-safe.
+#[no_mangle]
+pub extern "C" fn cursor_status_name(status: i32) -> *const c_char {
+    use cursor_status::*;
+    let all = [
+        CURSOR_OK,
+        CURSOR_TIMEOUT,
+        CURSOR_END,
+        CURSOR_E_INVALID_ARGUMENT,
+        CURSOR_E_AUTH,
+        CURSOR_E_PERMISSION_DENIED,
+        CURSOR_E_NOT_FOUND,
+        CURSOR_E_BUSY,
+        CURSOR_E_RATE_LIMITED,
+        CURSOR_E_UNAVAILABLE,
+        CURSOR_E_BRIDGE_START_FAILED,
+        CURSOR_E_BRIDGE_EXITED,
+        CURSOR_E_TRANSPORT,
+        CURSOR_E_DEADLINE,
+        CURSOR_E_PROTOCOL,
+        CURSOR_E_CANCELLED,
+        CURSOR_E_INTERNAL,
+        CURSOR_E_UNSUPPORTED,
+        CURSOR_E_FAILED_PRECONDITION,
+        CURSOR_E_USAGE,
+    ];
+    all.iter()
+        .find(|s| **s as i32 == status)
+        .map_or(c"unknown".as_ptr(), |s| s.name().as_ptr())
+}
+
+/// The library version, `"MAJOR.MINOR.PATCH"`, equal to `CURSOR_SDK_VERSION`. Static; do not
+/// free. Thread-safe.
+#[no_mangle]
+pub extern "C" fn cursor_sdk_version() -> *const c_char {
+    static VERSION: &CStr = match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(v) => v,
+        Err(_) => c"0.0.0",
+    };
+    VERSION.as_ptr()
+}
+
+/// Frees a string the library returned through a `char **` out-parameter. NULL is accepted.
+/// Never pass strings that came from elsewhere (or `const char *` results).
+///
+/// # Safety
+/// `s` must be NULL or a string returned by this library and not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_string_free(s: *mut c_char) {
+    if !s.is_null() {
+        drop(CString::from_raw(s));
+    }
+}
+
+/// Runs `f` behind the panic boundary: clears `*err`, turns an `Err` or a panic into a status
+/// and (when `err` is non-NULL) an error object.
+pub(crate) fn call(err: *mut *mut cursor_error, f: impl FnOnce() -> Result<cursor_status>) -> cursor_status {
+    if !err.is_null() {
+        // SAFETY: the caller passes NULL or a valid `cursor_error **`.
+        unsafe { *err = std::ptr::null_mut() };
+    }
+    let outcome = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(panic) => Err(Error::internal(format!(
+            "panic inside cursor_sdk: {}",
+            panic_message(&panic)
+        ))),
+    };
+    match outcome {
+        Ok(status) => status,
+        Err(e) => {
+            let status = cursor_status::from_kind(e.kind);
+            if !err.is_null() {
+                // SAFETY: as above.
+                unsafe { *err = error::into_raw(e) };
+            }
+            status
+        }
+    }
+}
+
+/// Runs `f` behind the panic boundary where no error can be reported; a panic gives `fallback`.
+pub(crate) fn quiet<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+}
+
+pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// A required input string.
+pub(crate) fn arg_str<'a>(p: *const c_char, name: &str) -> Result<&'a str> {
+    if p.is_null() {
+        return Err(Error::invalid_argument(format!("{name} is NULL")));
+    }
+    // SAFETY: the caller promises a NUL-terminated string.
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|_| Error::invalid_argument(format!("{name} is not valid UTF-8")))
+}
+
+/// An optional input string (NULL means absent).
+pub(crate) fn opt_str<'a>(p: *const c_char, name: &str) -> Result<Option<&'a str>> {
+    if p.is_null() {
+        Ok(None)
+    } else {
+        arg_str(p, name).map(Some)
+    }
+}
+
+/// Checks an out-pointer and clears what it points to.
+pub(crate) fn out_ptr<T>(out: *mut *mut T, name: &str) -> Result<()> {
+    if out.is_null() {
+        return Err(Error::invalid_argument(format!("{name} is NULL")));
+    }
+    // SAFETY: non-NULL out-pointer from the caller.
+    unsafe { *out = std::ptr::null_mut() };
+    Ok(())
+}
+
+/// Clears an optional out-pointer (NULL allowed).
+pub(crate) fn clear_out<T>(out: *mut *mut T) {
+    if !out.is_null() {
+        // SAFETY: non-NULL out-pointer from the caller.
+        unsafe { *out = std::ptr::null_mut() };
+    }
+}
+
+/// Hands an owned string to C (`cursor_string_free` frees it). Interior NULs are escaped away
+/// by construction: JSON and our messages never contain them, but replace them to be safe.
+pub(crate) fn owned_string(s: String) -> *mut c_char {
+    c_string(s).into_raw()
+}
+
+pub(crate) fn c_string(s: String) -> CString {
+    CString::new(s).unwrap_or_else(|e| {
+        let mut bytes = e.into_vec();
+        bytes.retain(|b| *b != 0);
+        CString::new(bytes).unwrap_or_default()
+    })
+}
+
+/// Writes an owned string to a `char **` out-parameter.
+pub(crate) fn write_string(out: *mut *mut c_char, s: String) {
+    // SAFETY: checked non-NULL by `out_ptr` before.
+    unsafe { *out = owned_string(s) };
+}
+
+/// Serialises a value to JSON text for C.
+pub(crate) fn json<T: serde::Serialize>(v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::internal(format!("JSON encoding failed: {e}")))
+}
+
+/// Borrows a handle immutably, or fails with invalid-argument on NULL.
+pub(crate) fn handle<'a, T>(p: *const T, name: &str) -> Result<&'a T> {
+    // SAFETY: a non-NULL handle pointer comes from this library (documented contract).
+    unsafe { p.as_ref() }.ok_or_else(|| Error::invalid_argument(format!("{name} is NULL")))
+}
+
+/// Moves a value into a heap handle for C.
+pub(crate) fn into_handle<T>(v: T) -> *mut T {
+    Box::into_raw(Box::new(v))
+}
+
+/// Takes a heap handle back (NULL gives None).
+///
+/// # Safety
+/// `p` must be NULL or a pointer from `into_handle::<T>` not yet taken back.
+pub(crate) unsafe fn take_handle<T>(p: *mut T) -> Option<Box<T>> {
+    (!p.is_null()).then(|| Box::from_raw(p))
+}

@@ -1,0 +1,555 @@
+//! `cursor_run` and `cursor_event`: polling, waiting, cancelling, push callbacks and a wake
+//! descriptor for event loops.
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{JoinHandle, ThreadId};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::error::{cursor_error, into_raw};
+use super::{c_string, call, cursor_status, handle, json, opt_str, out_ptr, quiet, take_handle, write_string};
+use crate::error::{Error, ErrorKind, Result};
+use crate::run::{Event, EventKind, Next, Run, RunResult, RunStatus};
+
+/// What an event carries. Values are stable. (Named `_t` because C cannot have a type and the
+/// accessor `cursor_event_kind()` share a name.)
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum cursor_event_kind_t {
+    /// An `sdk_message`: `cursor_event_type` is "assistant", "status", "tool_call", "thinking",
+    /// "usage", "system", "task", "request", … (unknown types pass through).
+    CURSOR_EVENT_MESSAGE = 1,
+    /// An interaction update (with `enableDeltas`): "text-delta", "thinking-delta", …
+    CURSOR_EVENT_DELTA = 2,
+    /// A conversation step (with `enableSteps`).
+    CURSOR_EVENT_STEP = 3,
+    /// The run's result; `cursor_event_type` is "result".
+    CURSOR_EVENT_RESULT = 4,
+}
+
+/// A run's status. Values are stable. (Named `_t` because of the accessor `cursor_run_status()`.)
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum cursor_run_status_t {
+    CURSOR_RUN_RUNNING = 1,
+    CURSOR_RUN_FINISHED = 2,
+    CURSOR_RUN_ERROR = 3,
+    CURSOR_RUN_CANCELLED = 4,
+    CURSOR_RUN_EXPIRED = 5,
+}
+
+/// Push-mode callback. Called on a library thread, in stream order, once per event with
+/// `event` non-NULL and `error` NULL; then exactly once more with `event` NULL as the final
+/// call: `error` NULL when the stream ended normally, else the failure. `event` and `error` are
+/// borrowed for the duration of the call only (copy what you keep). The callback must not throw
+/// or longjmp, and must not call `cursor_run_next_event` or `cursor_run_wait` on this run; it may
+/// call `cursor_run_cancel`, and `cursor_run_free` (which then returns at once).
+pub type cursor_event_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, event: *const cursor_event, error: *const cursor_error)>;
+
+/// One event of a run. Owned by the caller (`cursor_event_free`); its strings are borrowed
+/// until then. Safe to read from any thread.
+pub struct cursor_event {
+    kind: EventKind,
+    r#type: CString,
+    json: CString,
+    text: Option<CString>,
+    offset: Option<CString>,
+}
+
+impl cursor_event {
+    fn new(e: Event) -> cursor_event {
+        cursor_event {
+            kind: e.kind,
+            r#type: c_string(e.r#type.clone()),
+            json: c_string(e.payload.to_string()),
+            text: e.text().map(c_string),
+            offset: e.offset.clone().map(c_string),
+        }
+    }
+}
+
+/// A run handle. Consume it from one thread at a time (it may move between threads);
+/// `cursor_run_cancel`, `cursor_run_status` and `cursor_run_id` are safe from any thread.
+pub struct cursor_run {
+    run: Arc<Run>,
+    id: Mutex<Option<CString>>,
+    notifier: Mutex<Option<Arc<Notifier>>>,
+    push: Mutex<Option<Push>>,
+}
+
+struct Push {
+    thread: Option<JoinHandle<()>>,
+    thread_id: ThreadId,
+    stop: Arc<AtomicBool>,
+}
+
+pub(crate) fn new_run(run: Run) -> *mut cursor_run {
+    super::into_handle(cursor_run {
+        run: Arc::new(run),
+        id: Mutex::new(None),
+        notifier: Mutex::new(None),
+        push: Mutex::new(None),
+    })
+}
+
+/// Maps a run's terminal status to a call status: error and cancellation become errors
+/// carrying the run's reason.
+pub(crate) fn result_to_status(r: &RunResult) -> Result<cursor_status> {
+    let reason = || {
+        r.error_message
+            .clone()
+            .unwrap_or_else(|| format!("the run ended {}", r.status.name()))
+    };
+    match r.status {
+        RunStatus::Finished | RunStatus::Running => Ok(cursor_status::CURSOR_OK),
+        RunStatus::Cancelled => Err(Error::new(ErrorKind::Cancelled, reason())),
+        RunStatus::Error | RunStatus::Expired => {
+            let mut e = Error::new(ErrorKind::Internal, reason());
+            e.connect_code = r.error_code.clone();
+            Err(e)
+        }
+    }
+}
+
+fn timeout_of(ms: i32) -> Option<Duration> {
+    (ms >= 0).then(|| Duration::from_millis(ms as u64))
+}
+
+/// Takes the next event. `timeout_ms`: 0 polls without blocking, a negative value waits as long
+/// as it takes. Returns `CURSOR_OK` with `*out` owning an event (`cursor_event_free`),
+/// `CURSOR_TIMEOUT` when none arrived in time, `CURSOR_END` after the last event, or an error
+/// (reported once; `CURSOR_END` follows). Keepalives never surface. Fails with `CURSOR_E_USAGE`
+/// in push mode. `cursor_run_cancel` from another thread makes a blocked call return promptly.
+///
+/// # Safety
+/// `r` must be a live run handle and `out` a valid pointer; `err` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_run_next_event(
+    r: *mut cursor_run,
+    timeout_ms: i32,
+    out: *mut *mut cursor_event,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    call(err, || {
+        out_ptr(out, "out")?;
+        let r = handle(r, "run")?;
+        if r.push.lock().is_some() {
+            return Err(Error::usage(
+                "the run delivers through its callback (cursor_run_set_callback)",
+            ));
+        }
+        let notifier = r.notifier.lock().clone();
+        let mut next = r.run.next_event(timeout_of(timeout_ms))?;
+        if let (Next::Timeout, Some(n)) = (&next, &notifier) {
+            // Nothing queued: clear the descriptor, then look once more so an event queued in
+            // between is not left behind a cleared descriptor.
+            n.clear();
+            next = r.run.next_event(Some(Duration::ZERO))?;
+            if !matches!(next, Next::Timeout) {
+                n.signal();
+            }
+        }
+        match next {
+            Next::Event(e) => {
+                *out = super::into_handle(cursor_event::new(e));
+                Ok(cursor_status::CURSOR_OK)
+            }
+            Next::Timeout => Ok(cursor_status::CURSOR_TIMEOUT),
+            Next::End => Ok(cursor_status::CURSOR_END),
+        }
+    })
+}
+
+/// Waits for the run to end (consuming the remaining events) and writes the result as JSON to
+/// `*result_json_out` (owned; may be NULL to skip): `{"runId","agentId","status":"finished"|
+/// "error"|"cancelled"|"expired","text","model","durationMs","usage","git","errorCode",
+/// "errorMessage"}`. A run that ended in error is still `CURSOR_OK` here: read `status`.
+/// `timeout_ms` < 0 waits forever; on timeout returns `CURSOR_E_DEADLINE` and the run goes on.
+///
+/// # Safety
+/// `result_json_out` must be NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_run_wait(
+    r: *mut cursor_run,
+    timeout_ms: i32,
+    result_json_out: *mut *mut c_char,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    call(err, || {
+        super::clear_out(result_json_out);
+        let r = handle(r, "run")?;
+        if r.push.lock().is_some() {
+            return Err(Error::usage(
+                "the run delivers through its callback (cursor_run_set_callback)",
+            ));
+        }
+        let result = r.run.wait(timeout_of(timeout_ms))?;
+        if !result_json_out.is_null() {
+            write_string(result_json_out, json(&result.to_json())?);
+        }
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
+
+/// Asks the bridge to cancel the run; its stream then ends with status cancelled (and a blocked
+/// `cursor_run_next_event` wakes). Safe from any thread, including inside the push callback;
+/// idempotent; on a run already over it does nothing and returns `CURSOR_OK`.
+#[no_mangle]
+pub extern "C" fn cursor_run_cancel(r: *mut cursor_run, err: *mut *mut cursor_error) -> cursor_status {
+    call(err, || {
+        handle(r, "run")?.run.cancel()?;
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
+
+/// The run id (known once `cursor_agent_send` returned). Borrowed until `cursor_run_free`;
+/// `""` if the bridge has not named the run. Safe from any thread.
+#[no_mangle]
+pub extern "C" fn cursor_run_id(r: *const cursor_run) -> *const c_char {
+    quiet(std::ptr::null(), || {
+        let Ok(r) = handle(r, "run") else {
+            return std::ptr::null();
+        };
+        let mut id = r.id.lock();
+        if id.is_none() {
+            let now = r.run.id();
+            if now.is_empty() {
+                return c"".as_ptr();
+            }
+            *id = Some(c_string(now));
+        }
+        id.as_ref().map_or(std::ptr::null(), |s| s.as_ptr())
+    })
+}
+
+/// The latest status seen on the stream. Safe from any thread. NULL gives `CURSOR_RUN_ERROR`.
+#[no_mangle]
+pub extern "C" fn cursor_run_status(r: *const cursor_run) -> cursor_run_status_t {
+    quiet(cursor_run_status_t::CURSOR_RUN_ERROR, || match handle(r, "run") {
+        Ok(r) => match r.run.status() {
+            RunStatus::Running => cursor_run_status_t::CURSOR_RUN_RUNNING,
+            RunStatus::Finished => cursor_run_status_t::CURSOR_RUN_FINISHED,
+            RunStatus::Error => cursor_run_status_t::CURSOR_RUN_ERROR,
+            RunStatus::Cancelled => cursor_run_status_t::CURSOR_RUN_CANCELLED,
+            RunStatus::Expired => cursor_run_status_t::CURSOR_RUN_EXPIRED,
+        },
+        Err(_) => cursor_run_status_t::CURSOR_RUN_ERROR,
+    })
+}
+
+/// The assistant text streamed so far (the final text once the run ended). Owned result.
+#[no_mangle]
+pub extern "C" fn cursor_run_text(
+    r: *mut cursor_run,
+    text_out: *mut *mut c_char,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    call(err, || {
+        out_ptr(text_out, "text_out")?;
+        write_string(text_out, handle(r, "run")?.run.result_now().text);
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
+
+/// Opens the run's durable event stream after `after_offset` (NULL: from the start; offsets
+/// from a previous observe, since `Send` numbers differently). `*out` owns a new run handle
+/// whose events are the replayed and then live events.
+///
+/// # Safety
+/// `after_offset` must be NULL or NUL-terminated; `out` valid.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_run_observe(
+    r: *mut cursor_run,
+    after_offset: *const c_char,
+    out: *mut *mut cursor_run,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    call(err, || {
+        out_ptr(out, "out")?;
+        let observed = handle(r, "run")?.run.observe(opt_str(after_offset, "after_offset")?)?;
+        *out = new_run(observed);
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
+
+/// A descriptor that becomes readable when the run has events or has ended, for `poll`/`select`/
+/// kqueue/epoll loops: when readable, call `cursor_run_next_event(r, 0, …)` until it returns
+/// `CURSOR_TIMEOUT` (which re-arms it) or `CURSOR_END`. Owned by the run (do not close it);
+/// valid until `cursor_run_free`. Returns -1 on error or where unsupported (Windows).
+#[no_mangle]
+pub extern "C" fn cursor_run_wait_fd(r: *mut cursor_run) -> i32 {
+    quiet(-1, || {
+        let Ok(r) = handle(r, "run") else { return -1 };
+        let mut slot = r.notifier.lock();
+        if let Some(n) = slot.as_ref() {
+            return n.read_fd();
+        }
+        let Some(n) = Notifier::new() else { return -1 };
+        let n = Arc::new(n);
+        // Anything already queued, or an end already reached, must show at once.
+        n.signal();
+        let waker = n.clone();
+        r.run.set_waker(Some(Arc::new(move || waker.signal())));
+        let fd = n.read_fd();
+        *slot = Some(n);
+        fd
+    })
+}
+
+struct UserData(*mut c_void);
+// SAFETY: the caller hands `user_data` to a library thread by calling `cursor_run_set_callback`
+// (documented: it is used on that thread).
+unsafe impl Send for UserData {}
+
+/// Switches the run to push mode: a library thread calls `fn` for each event, in order, then
+/// once more as the final call (see `cursor_event_fn`). `user_data` is passed through untouched;
+/// release it in the final call. Fails with `CURSOR_E_USAGE` if a callback is already set;
+/// `fn` NULL is `CURSOR_E_INVALID_ARGUMENT`. Do not poll the run once a callback is set.
+/// `cursor_run_free` during push mode stops delivery: it waits for a callback in progress, then
+/// the final call is made (with a `CURSOR_E_CANCELLED` error unless the stream had ended)
+/// before `cursor_run_free` returns.
+///
+/// # Safety
+/// `fn` must be safe to call from another thread with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_run_set_callback(
+    r: *mut cursor_run,
+    r#fn: cursor_event_fn,
+    user_data: *mut c_void,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    call(err, || {
+        let handle = handle(r, "run")?;
+        let Some(callback) = r#fn else {
+            return Err(Error::invalid_argument("fn is NULL"));
+        };
+        let mut push = handle.push.lock();
+        if push.is_some() {
+            return Err(Error::usage("a callback is already set on this run"));
+        }
+        let run = handle.run.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let data = UserData(user_data);
+        let thread = std::thread::Builder::new()
+            .name("cursor-run-callback".into())
+            .spawn(move || {
+                let data = data;
+                deliver(&run, &stop2, |ev, er| unsafe { callback(data.0, ev, er) });
+            })
+            .map_err(|e| Error::internal(format!("cannot start the callback thread: {e}")))?;
+        *push = Some(Push {
+            thread_id: thread.thread().id(),
+            thread: Some(thread),
+            stop,
+        });
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
+
+/// The push loop: events in order, then exactly one final call. A panic in the library ends
+/// the run with an internal error (the final call).
+fn deliver(run: &Run, stop: &AtomicBool, invoke: impl Fn(*const cursor_event, *const cursor_error)) {
+    let final_error: Option<Error> = loop {
+        if stop.load(Ordering::Acquire) {
+            break Some(Error::new(ErrorKind::Cancelled, "the run handle was freed"));
+        }
+        let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.next_event(None)));
+        match step {
+            Ok(Ok(Next::Event(e))) => {
+                if stop.load(Ordering::Acquire) {
+                    break Some(Error::new(ErrorKind::Cancelled, "the run handle was freed"));
+                }
+                let ev = cursor_event::new(e);
+                invoke(&ev, std::ptr::null());
+            }
+            Ok(Ok(Next::Timeout)) => continue,
+            Ok(Ok(Next::End)) => {
+                break stop
+                    .load(Ordering::Acquire)
+                    .then(|| Error::new(ErrorKind::Cancelled, "the run handle was freed"))
+            }
+            Ok(Err(e)) => break Some(e),
+            Err(p) => {
+                break Some(Error::internal(format!(
+                    "panic inside cursor_sdk: {}",
+                    super::panic_message(&p)
+                )))
+            }
+        }
+    };
+    match final_error {
+        None => invoke(std::ptr::null(), std::ptr::null()),
+        Some(e) => {
+            let boxed = into_raw(e);
+            invoke(std::ptr::null(), boxed);
+            // SAFETY: made just above, borrowed only during the call.
+            unsafe { drop(Box::from_raw(boxed)) };
+        }
+    }
+}
+
+/// Frees a run handle. NULL is accepted. It does not cancel the run in the bridge (call
+/// `cursor_run_cancel` first for that); it stops reading promptly. In push mode it waits for a
+/// callback in progress and for the final call (unless called from inside the callback, when it
+/// returns at once and the final call follows the callback's return). Safe from any thread
+/// while another thread is blocked in `cursor_run_next_event` on a different handle; never free
+/// a handle another thread is still using.
+///
+/// # Safety
+/// `r` must be NULL or a run from this library not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_run_free(r: *mut cursor_run) {
+    quiet((), || {
+        let Some(handle) = take_handle(r) else { return };
+        let push = handle.push.lock().take();
+        if let Some(mut push) = push {
+            push.stop.store(true, Ordering::Release);
+            handle.run.stop_reading();
+            if push.thread_id != std::thread::current().id() {
+                if let Some(t) = push.thread.take() {
+                    let _ = t.join();
+                }
+            }
+        }
+        drop(handle);
+    });
+}
+
+/// The event's kind. NULL gives `CURSOR_EVENT_MESSAGE`.
+#[no_mangle]
+pub extern "C" fn cursor_event_kind(e: *const cursor_event) -> cursor_event_kind_t {
+    quiet(cursor_event_kind_t::CURSOR_EVENT_MESSAGE, || {
+        match handle(e, "event").map(|e| e.kind) {
+            Ok(EventKind::Delta) => cursor_event_kind_t::CURSOR_EVENT_DELTA,
+            Ok(EventKind::Step) => cursor_event_kind_t::CURSOR_EVENT_STEP,
+            Ok(EventKind::Result) => cursor_event_kind_t::CURSOR_EVENT_RESULT,
+            _ => cursor_event_kind_t::CURSOR_EVENT_MESSAGE,
+        }
+    })
+}
+
+/// The event's type: "assistant", "status", "tool_call", "text-delta", "result", …
+/// Borrowed until `cursor_event_free`; NULL for a NULL event.
+#[no_mangle]
+pub extern "C" fn cursor_event_type(e: *const cursor_event) -> *const c_char {
+    quiet(std::ptr::null(), || {
+        handle(e, "event").map_or(std::ptr::null(), |e| e.r#type.as_ptr())
+    })
+}
+
+/// The event's payload as JSON text (snake_case keys inside messages, as the bridge sends
+/// them). Borrowed until `cursor_event_free`.
+#[no_mangle]
+pub extern "C" fn cursor_event_json(e: *const cursor_event) -> *const c_char {
+    quiet(std::ptr::null(), || {
+        handle(e, "event").map_or(std::ptr::null(), |e| e.json.as_ptr())
+    })
+}
+
+/// The assistant text this event carries (an "assistant" message's text blocks, or a
+/// "text-delta"), or NULL. Borrowed until `cursor_event_free`.
+#[no_mangle]
+pub extern "C" fn cursor_event_text(e: *const cursor_event) -> *const c_char {
+    quiet(std::ptr::null(), || {
+        handle(e, "event")
+            .ok()
+            .and_then(|e| e.text.as_ref())
+            .map_or(std::ptr::null(), |s| s.as_ptr())
+    })
+}
+
+/// The event's resume offset in its stream, or NULL. Borrowed until `cursor_event_free`.
+#[no_mangle]
+pub extern "C" fn cursor_event_offset(e: *const cursor_event) -> *const c_char {
+    quiet(std::ptr::null(), || {
+        handle(e, "event")
+            .ok()
+            .and_then(|e| e.offset.as_ref())
+            .map_or(std::ptr::null(), |s| s.as_ptr())
+    })
+}
+
+/// Frees an event. NULL is accepted.
+///
+/// # Safety
+/// `e` must be NULL or an event from this library not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_event_free(e: *mut cursor_event) {
+    quiet((), || drop(take_handle(e)));
+}
+
+/// A self-pipe that is readable while events may be pending (POSIX).
+struct Notifier {
+    #[cfg(unix)]
+    fds: [i32; 2],
+    signaled: AtomicBool,
+}
+
+#[cfg(unix)]
+impl Notifier {
+    fn new() -> Option<Notifier> {
+        let mut fds = [0i32; 2];
+        // SAFETY: plain pipe creation; both ends made non-blocking and close-on-exec.
+        unsafe {
+            if libc::pipe(fds.as_mut_ptr()) != 0 {
+                return None;
+            }
+            for fd in fds {
+                libc::fcntl(fd, libc::F_SETFL, libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK);
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+        Some(Notifier {
+            fds,
+            signaled: AtomicBool::new(false),
+        })
+    }
+
+    fn read_fd(&self) -> i32 {
+        self.fds[0]
+    }
+
+    fn signal(&self) {
+        if !self.signaled.swap(true, Ordering::AcqRel) {
+            // SAFETY: writing one byte to our own non-blocking pipe.
+            unsafe { libc::write(self.fds[1], [1u8].as_ptr().cast(), 1) };
+        }
+    }
+
+    fn clear(&self) {
+        self.signaled.store(false, Ordering::Release);
+        let mut buf = [0u8; 64];
+        // SAFETY: draining our own non-blocking pipe.
+        while unsafe { libc::read(self.fds[0], buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+    }
+}
+
+#[cfg(unix)]
+impl Drop for Notifier {
+    fn drop(&mut self) {
+        // SAFETY: closing descriptors we own.
+        unsafe {
+            libc::close(self.fds[0]);
+            libc::close(self.fds[1]);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+impl Notifier {
+    fn new() -> Option<Notifier> {
+        None
+    }
+    fn read_fd(&self) -> i32 {
+        -1
+    }
+    fn signal(&self) {}
+    fn clear(&self) {}
+}
