@@ -335,7 +335,17 @@ impl Run {
         };
         let spawn = std::thread::Builder::new().name("cursor-run".into()).spawn(move || {
             if keep_going {
-                reader.pump(stream);
+                // A panic in the library must not kill the consumer silently: it ends the run
+                // with an internal error event.
+                let pumped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.pump(stream)));
+                if let Err(p) = pumped {
+                    let what = p
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    reader.fail(Error::internal(format!("panic in the run reader: {what}")));
+                }
             }
             let shared = reader.shared.clone();
             shared.aborter.lock().take();

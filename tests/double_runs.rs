@@ -388,3 +388,19 @@ fn images_travel_with_the_message() {
     let run = agent(&client).send(msg, Default::default()).unwrap();
     assert_eq!(run.wait(None).unwrap().status, RunStatus::Finished);
 }
+
+#[test]
+fn a_panic_on_the_reader_thread_ends_the_run_with_an_error() {
+    let sb = Sandbox::new();
+    let client = sb.double_client();
+    let run = agent(&client).send_text("scenario:normal").unwrap();
+    // Status listeners run on the reader thread: a panicking one stands for any library panic there.
+    run.on_status_change(|_| panic!("listener exploded"));
+    let err = run
+        .events()
+        .find_map(|e| e.err())
+        .expect("the panic must surface as an error");
+    assert_eq!(err.kind, ErrorKind::Internal);
+    assert!(err.message.contains("listener exploded"), "{err}");
+    assert!(matches!(run.next_event(Some(Duration::ZERO)).unwrap(), Next::End));
+}
