@@ -135,7 +135,9 @@ impl Agent {
     }
 
     /// Releases the bridge's in-memory agent (durable state stays; `resume` brings it back).
+    /// Its own tools (from `create_agent_with_tools`) are unregistered.
     pub fn close(&self) -> Result<()> {
+        self.client.forget_agent_tools(&self.id);
         let req = proto::CloseAgentRequest {
             agent_id: self.id.clone(),
         };

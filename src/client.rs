@@ -15,9 +15,11 @@ use serde::Deserialize;
 
 use crate::agent::Agent;
 use crate::bridge::{LaunchOptions, ManagedBridge};
+use crate::callback::CallbackServer;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options;
 use crate::proto;
+use crate::tools::{Registry, Store, Tool, DEFAULT_TOOL_TIMEOUT};
 use crate::transport::{FrameStream, Idempotency, Transport, TransportOptions};
 
 pub(crate) const CONTROL: &str = "sdk.v1.SdkBridgeControlService";
@@ -64,6 +66,14 @@ pub struct ClientOptions {
     /// Extra environment variables for a launched bridge.
     #[serde(default, alias = "bridge_env")]
     pub bridge_env: BTreeMap<String, String>,
+    /// The local agent store of a launched bridge: `{"type":"sqlite"}` (the default),
+    /// `{"type":"jsonl","rootDir":"…"}`, or `{"type":"custom"}` (needs a store handler:
+    /// `Client::with_store` / `cursor_client_set_store`).
+    #[serde(default, alias = "local_store")]
+    pub local_store: Option<serde_json::Value>,
+    /// How long a custom tool call may take before it is answered with an error (300 000).
+    #[serde(alias = "tool_timeout_ms")]
+    pub tool_timeout_ms: Option<u64>,
     /// Extra command-line arguments for a launched bridge.
     #[serde(default, alias = "bridge_args")]
     pub bridge_args: Vec<String>,
@@ -150,10 +160,15 @@ struct Inner {
     conn: Mutex<Option<Arc<Connection>>>,
     closed: Mutex<bool>,
     live_runs: Mutex<std::collections::HashSet<String>>,
+    registry: Arc<Registry>,
+    callbacks: Mutex<Option<Arc<CallbackServer>>>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        if let Some(server) = self.callbacks.get_mut().take() {
+            server.stop();
+        }
         if let Some(conn) = self.conn.get_mut().take() {
             conn.stop();
         }
@@ -170,6 +185,16 @@ pub struct Client {
 impl Client {
     /// Creates a client. Nothing is launched until first use unless `opts.eager` is set.
     pub fn new(opts: ClientOptions) -> Result<Client> {
+        Client::build(opts, None)
+    }
+
+    /// Creates a client whose bridge keeps agent state in `store` (launched with a custom
+    /// local store; every agent-store operation is forwarded to it).
+    pub fn with_store(opts: ClientOptions, store: Arc<dyn Store>) -> Result<Client> {
+        Client::build(opts, Some(store))
+    }
+
+    fn build(opts: ClientOptions, store: Option<Arc<dyn Store>>) -> Result<Client> {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let url = opts.bridge_url.clone().or_else(|| env("CURSOR_SDK_BRIDGE_URL"));
         let token = opts
@@ -190,6 +215,11 @@ impl Client {
                 .join(w),
             None => std::env::current_dir().map_err(|e| Error::invalid_argument(format!("current directory: {e}")))?,
         };
+        let tool_timeout = opts
+            .tool_timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_TOOL_TIMEOUT);
+        local_store_args(&opts, store.is_some(), attach.is_some())?;
         let api_key = opts
             .api_key
             .clone()
@@ -204,6 +234,8 @@ impl Client {
                 conn: Mutex::new(None),
                 closed: Mutex::new(false),
                 live_runs: Mutex::new(Default::default()),
+                registry: Arc::new(Registry::new(store, tool_timeout)),
+                callbacks: Mutex::new(None),
             }),
         };
         if client.inner.opts.eager {
@@ -296,6 +328,10 @@ impl Client {
         if let Some(conn) = conn {
             conn.stop();
         }
+        let server = self.inner.callbacks.lock().take();
+        if let Some(server) = server {
+            server.stop();
+        }
     }
 
     pub(crate) fn connection(&self) -> Result<Arc<Connection>> {
@@ -333,10 +369,26 @@ impl Client {
                 .unwrap_or(crate::transport::frame::DEFAULT_MAX_FRAME_BYTES),
         };
         if let Some((url, token)) = &self.inner.attach {
-            return Ok(Connection {
+            let conn = Connection {
                 transport: Transport::new(url, token, topts)?,
                 bridge: None,
-            });
+            };
+            self.register_tool_callback(&conn)?;
+            return Ok(conn);
+        }
+        let mut args: Vec<OsString> = o.bridge_args.iter().map(OsString::from).collect();
+        let mut env: Vec<(OsString, OsString)> = o
+            .bridge_env
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect();
+        args.extend(local_store_args(o, self.inner.registry.store.is_some(), false)?);
+        if self.inner.registry.store.is_some() {
+            // The store endpoint can only be given at launch; the environment keeps the token out
+            // of the process list (argv is world-readable, /proc/<pid>/environ is not).
+            let server = self.callback_server()?;
+            env.push(("CURSOR_SDK_STORE_CALLBACK_URL".into(), server.url().into()));
+            env.push(("CURSOR_SDK_STORE_CALLBACK_AUTH_TOKEN".into(), server.token().into()));
         }
         let launch = LaunchOptions {
             bridge_path: o.bridge_path.clone(),
@@ -344,21 +396,103 @@ impl Client {
             api_key: self.inner.api_key.clone(),
             verbose: o.verbose,
             startup_timeout: Duration::from_millis(o.startup_timeout_ms.unwrap_or(30_000)),
-            args: o.bridge_args.iter().map(OsString::from).collect(),
-            env: o
-                .bridge_env
-                .iter()
-                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-                .collect(),
+            args,
+            env,
             on_stderr_line: Some(Arc::new(|line: &str| crate::log::emit(crate::log::Level::Debug, line))),
             ..LaunchOptions::default()
         };
         let bridge = ManagedBridge::launch(&launch)?;
         let transport = Transport::new(bridge.base_url(), bridge.token(), topts)?;
-        Ok(Connection {
+        let conn = Connection {
             transport,
             bridge: Some(bridge),
-        })
+        };
+        self.register_tool_callback(&conn)?;
+        Ok(conn)
+    }
+
+    /// The callback server, started on first need and stopped with the client.
+    fn callback_server(&self) -> Result<Arc<CallbackServer>> {
+        let mut slot = self.inner.callbacks.lock();
+        if let Some(s) = slot.as_ref() {
+            return Ok(s.clone());
+        }
+        let registry: Arc<dyn crate::callback::Dispatch> = self.inner.registry.clone();
+        let server = Arc::new(CallbackServer::start(registry)?);
+        *slot = Some(server.clone());
+        Ok(server)
+    }
+
+    /// Points the bridge at our tool callbacks with `SetToolCallback` (so the token never sits
+    /// on the bridge's command line), once any tool exists.
+    fn register_tool_callback(&self, conn: &Connection) -> Result<()> {
+        if !self.inner.registry.has_tools() {
+            return Ok(());
+        }
+        self.set_tool_callback(conn)
+    }
+
+    fn set_tool_callback(&self, conn: &Connection) -> Result<()> {
+        let server = self.callback_server()?;
+        let req = proto::SetToolCallbackRequest {
+            url: server.url().to_string(),
+            auth_token: server.token().to_string(),
+        };
+        conn.transport
+            .unary::<_, proto::SetToolCallbackResponse>(CONTROL, "SetToolCallback", &req, Idempotency::Idempotent, None)
+            .map(drop)
+    }
+
+    /// The callback server's URL, once tools or a store started it (never its token).
+    pub fn tool_callback_url(&self) -> Option<String> {
+        self.inner.callbacks.lock().as_ref().map(|s| s.url().to_string())
+    }
+
+    /// Registers a tool for every local agent this client creates or resumes from now on
+    /// (replacing a tool of the same name).
+    pub fn add_tool(&self, tool: Tool) -> Result<()> {
+        self.inner.registry.add_client_tool(tool)?;
+        let conn = self.inner.conn.lock().clone();
+        match conn {
+            Some(conn) => self.register_tool_callback(&conn),
+            None => Ok(()),
+        }
+    }
+
+    /// Declares the client's tools plus `extra` in `local.custom_tools`, refusing what would
+    /// silently lose them, and makes sure the bridge knows where to call.
+    fn declare_tools(&self, opts: &mut proto::AgentOptions, extra: &[Tool]) -> Result<()> {
+        let mut tools = self.inner.registry.client_tools();
+        tools.extend(extra.iter().cloned());
+        if tools.is_empty() {
+            return Ok(());
+        }
+        if opts.cloud.is_some() {
+            return Err(Error::invalid_argument(
+                "custom tools work with local agents only; this agent has cloud options",
+            ));
+        }
+        if opts.disallowed_tools.iter().any(|t| t.eq_ignore_ascii_case("mcp")) {
+            return Err(Error::invalid_argument(
+                "custom tools belong to the `mcp` tool group: disallowing `mcp` would remove them",
+            ));
+        }
+        if let Some(list) = &opts.tools {
+            if !list.names.iter().any(|t| t.eq_ignore_ascii_case("mcp")) {
+                return Err(Error::invalid_argument(
+                    "custom tools belong to the `mcp` tool group: add \"mcp\" to `tools` to keep them",
+                ));
+            }
+        }
+        let local = opts.local.get_or_insert_with(Default::default);
+        for t in &tools {
+            crate::tools::validate_name(&t.name)?;
+            if !local.custom_tools.contains_key(&t.name) {
+                local.custom_tools.insert(t.name.clone(), t.definition()?);
+            }
+        }
+        let conn = self.connection()?;
+        self.set_tool_callback(&conn)
     }
 
     /// Runs `f` on the live connection; a failure caused by the bridge dying becomes
@@ -498,14 +632,24 @@ impl Client {
     // ---- agents ----
 
     /// Creates an agent. Local agents without a `cwd` get the workspace; the API key is filled in.
-    pub fn create_agent(&self, mut opts: proto::AgentOptions) -> Result<Agent> {
+    pub fn create_agent(&self, opts: proto::AgentOptions) -> Result<Agent> {
+        self.create_agent_with_tools(opts, Vec::new())
+    }
+
+    /// Creates a local agent with tools of its own (besides the client's), declared in its
+    /// `local.custom_tools`. They stay registered until the agent is closed or the client goes.
+    pub fn create_agent_with_tools(&self, mut opts: proto::AgentOptions, tools: Vec<Tool>) -> Result<Agent> {
         self.prepare_agent_options(&mut opts);
+        self.declare_tools(&mut opts, &tools)?;
         let cwd = opts.local.as_ref().and_then(|l| l.cwd.first().cloned());
         let req = proto::CreateAgentRequest {
             options: Some(opts.clone()),
             idempotency_key: None,
         };
         let r: proto::CreateAgentResponse = self.unary(AGENTS, "CreateAgent", &req, Idempotency::NotIdempotent)?;
+        if !tools.is_empty() {
+            self.inner.registry.add_agent_tools(&r.agent_id, tools);
+        }
         Ok(Agent::new(
             self.clone(),
             r.agent_id,
@@ -521,11 +665,23 @@ impl Client {
     }
 
     /// Re-attaches to an existing agent, applying `opts` (model, key, tools…).
-    pub fn resume_agent(&self, agent_id: &str, mut opts: proto::AgentOptions) -> Result<Agent> {
+    pub fn resume_agent(&self, agent_id: &str, opts: proto::AgentOptions) -> Result<Agent> {
+        self.resume_agent_with_tools(agent_id, opts, Vec::new())
+    }
+
+    /// Resumes an agent with tools of its own. The bridge does not persist tool definitions,
+    /// so an agent made with tools needs them again here after a bridge restart.
+    pub fn resume_agent_with_tools(
+        &self,
+        agent_id: &str,
+        mut opts: proto::AgentOptions,
+        tools: Vec<Tool>,
+    ) -> Result<Agent> {
         if agent_id.is_empty() {
             return Err(Error::invalid_argument("agent id is empty"));
         }
         self.prepare_agent_options(&mut opts);
+        self.declare_tools(&mut opts, &tools)?;
         let cwd = opts.local.as_ref().and_then(|l| l.cwd.first().cloned());
         let req = proto::ResumeAgentRequest {
             agent_id: agent_id.to_string(),
@@ -537,6 +693,9 @@ impl Client {
         } else {
             r.agent_id
         };
+        if !tools.is_empty() {
+            self.inner.registry.add_agent_tools(&id, tools);
+        }
         Ok(Agent::new(self.clone(), id, cwd, opts.api_key, r.model.or(opts.model)))
     }
 
@@ -643,6 +802,11 @@ impl Client {
         }
     }
 
+    /// Forgets an agent's own tools (its handlers are dropped once no call runs).
+    pub(crate) fn forget_agent_tools(&self, agent_id: &str) {
+        self.inner.registry.remove_agent_tools(agent_id);
+    }
+
     /// Records whether this client streams a run right now (see `delete_agent`).
     pub(crate) fn track_live_run(&self, run_id: &str, live: bool) {
         let mut runs = self.inner.live_runs.lock();
@@ -710,6 +874,46 @@ impl Client {
             self.unary(AGENTS, "GetRunConversation", &req, Idempotency::Idempotent)?;
         Ok(r.conversation_json)
     }
+}
+
+/// The `--local-store` arguments for `localStore` (and a custom store handler).
+fn local_store_args(o: &ClientOptions, has_store: bool, attached: bool) -> Result<Vec<OsString>> {
+    let config = match (&o.local_store, has_store) {
+        (None, false) => return Ok(Vec::new()),
+        (None, true) => serde_json::json!({"type": "custom"}),
+        (Some(v), _) => v.clone(),
+    };
+    if !config.is_object() {
+        return Err(Error::invalid_argument(
+            r#"localStore must be an object like {"type":"sqlite"}"#,
+        ));
+    }
+    let config: proto::LocalAgentStoreConfig = crate::options::decode("localStore", config)?;
+    match (config.r#type.as_str(), has_store) {
+        ("custom", true) => {}
+        ("custom", false) => {
+            return Err(Error::invalid_argument(
+                r#"localStore type "custom" needs a store handler"#,
+            ))
+        }
+        (other, true) => {
+            return Err(Error::invalid_argument(format!(
+                r#"a store handler needs localStore type "custom" (got {other:?})"#
+            )))
+        }
+        ("jsonl", false) if config.root_dir.is_empty() => {
+            return Err(Error::invalid_argument(r#"localStore type "jsonl" needs rootDir"#))
+        }
+        ("sqlite" | "jsonl" | "", false) => {}
+        (other, false) => return Err(Error::invalid_argument(format!("localStore type {other:?} is unknown"))),
+    }
+    if attached {
+        return Err(Error::invalid_argument(
+            "localStore and store handlers configure a bridge at launch; an attached bridge keeps its own",
+        ));
+    }
+    let json = serde_json::to_string(&config).map_err(|e| Error::internal(e.to_string()))?;
+    Ok(vec!["--local-store".into(), json.into()])
 }
 
 /// The run named by the bridge's "active run <id> is not terminal" refusal.

@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod bridge;
+pub mod callback;
 pub mod client;
 pub mod error;
 pub mod ffi;
@@ -14,9 +15,11 @@ pub mod message;
 pub mod options;
 pub mod proto;
 pub mod run;
+pub mod tools;
 pub mod transport;
 
 pub use agent::{Agent, ArtifactReader};
 pub use client::{BridgeEndpoint, BridgeVersion, Client, ClientOptions, Page, Pages};
 pub use error::{Error, ErrorDetails, ErrorKind, RateLimit, Result};
 pub use run::{Event, EventKind, Next, Run, RunResult, RunStatus};
+pub use tools::{Store, Tool, ToolCall, ToolCompletion, ToolHandler, ToolOutcome};
