@@ -134,6 +134,13 @@ typedef struct cursor_event cursor_event;
 // `cursor_run_cancel`, `cursor_run_status` and `cursor_run_id` are safe from any thread.
 typedef struct cursor_run cursor_run;
 
+// The reply slot of one store call, valid only during the `cursor_store_fn` call.
+typedef struct cursor_store_reply cursor_store_reply;
+
+// One tool call, handed to a `cursor_tool_fn`. Its accessors' strings live until
+// `cursor_tool_call_free`. Completion functions may be called from any thread.
+typedef struct cursor_tool_call cursor_tool_call;
+
 // Log callback: `message` is a NUL-terminated line borrowed for the call. It may be called
 // from any library thread, concurrently; it must not throw or longjmp, and should be quick.
 typedef void (*cursor_log_fn)(void *user_data, cursor_log_level level, const char *message);
@@ -145,6 +152,25 @@ typedef void (*cursor_log_fn)(void *user_data, cursor_log_level level, const cha
 // or longjmp, and must not call `cursor_run_next_event` or `cursor_run_wait` on this run; it may
 // call `cursor_run_cancel`, and `cursor_run_free` (which then returns at once).
 typedef void (*cursor_event_fn)(void *user_data, const cursor_event *event, const cursor_error *error);
+
+// Tool callback. Called on a library thread, possibly concurrently for different calls.
+// `call` is owned by you: answer it with `cursor_tool_call_complete` or `cursor_tool_call_fail`
+// (now, or later from any thread), and free it with `cursor_tool_call_free`. Must not throw or
+// longjmp.
+typedef void (*cursor_tool_fn)(void *user_data, cursor_tool_call *call);
+
+// Releases a `user_data` pointer; called exactly once.
+typedef void (*cursor_free_fn)(void *user_data);
+
+// Store callback: answer through `reply` (`cursor_store_reply_ok` or `cursor_store_reply_error`)
+// before returning. `substore` is "agents", "runs", "runEvents" or "checkpoints"; `method` is
+// "get", "create", "update", "delete", "list" or "append"; `input_json` the operation's input.
+// All pointers are borrowed for the call. Called on library threads, possibly concurrently.
+typedef void (*cursor_store_fn)(void *user_data,
+                                const char *substore,
+                                const char *method,
+                                const char *input_json,
+                                cursor_store_reply *reply);
 
 #ifdef __cplusplus
 extern "C" {
@@ -593,6 +619,93 @@ const char *cursor_event_offset(const cursor_event *e);
 // # Safety
 // `e` must be NULL or an event from this library not yet freed.
 void cursor_event_free(cursor_event *e);
+
+// Registers a tool for every local agent this client creates or resumes from now on (it is
+// declared in their `local.custom_tools`; creating a cloud agent, or one that disallows the
+// `mcp` tool group, then fails with `CURSOR_E_INVALID_ARGUMENT` rather than losing the tool).
+// `name`: 1-64 of `A-Z a-z 0-9 _ -`. `input_schema_json`: a JSON Schema object (NULL means
+// `{"type":"object"}`). `fn` is called for each call (see `cursor_tool_fn`). `user_data_free`
+// (may be NULL) runs exactly once, when the tool can no longer be called: after
+// `cursor_client_free`, or after a replacing registration, once no call of it is running. On
+// failure nothing is registered and `user_data_free` is not called. A tool of the same name
+// is replaced.
+//
+// # Safety
+// Strings must be NUL-terminated (or NULL where allowed); `fn` and `user_data_free` must be
+// safe to call from other threads with `user_data`.
+cursor_status cursor_client_add_tool(cursor_client *c,
+                                     const char *name,
+                                     const char *description,
+                                     const char *input_schema_json,
+                                     cursor_tool_fn fn,
+                                     void *user_data,
+                                     cursor_free_fn user_data_free,
+                                     cursor_error **err);
+
+// The tool's name. Borrowed until `cursor_tool_call_free`.
+const char *cursor_tool_call_name(const cursor_tool_call *call);
+
+// The arguments as JSON text (an object; numbers are doubles). Borrowed until free.
+const char *cursor_tool_call_args_json(const cursor_tool_call *call);
+
+// The tool-call id (to match stream events), or NULL. Borrowed until free.
+const char *cursor_tool_call_id(const cursor_tool_call *call);
+
+// The id of the agent whose run called the tool. Borrowed until free.
+const char *cursor_tool_call_agent_id(const cursor_tool_call *call);
+
+// Answers a tool call with a result: any JSON value (an object passes through; a string or
+// other value is wrapped as text content). Exactly once per call, from any thread: a second
+// answer (or one after the call timed out) is `CURSOR_E_USAGE`. Malformed JSON is
+// `CURSOR_E_INVALID_ARGUMENT` and leaves the call unanswered.
+//
+// # Safety
+// `call` must be a live call handle; `result_json` NUL-terminated.
+cursor_status cursor_tool_call_complete(cursor_tool_call *call, const char *result_json, cursor_error **err);
+
+// Answers a tool call with an error the model sees (the run goes on). Exactly once per call,
+// like `cursor_tool_call_complete`.
+//
+// # Safety
+// `call` must be a live call handle; `message` NUL-terminated.
+cursor_status cursor_tool_call_fail(cursor_tool_call *call, const char *message, cursor_error **err);
+
+// Frees a tool call. A call still unanswered is answered with an error ("dropped without an
+// answer"). NULL is accepted. Do not free a call another thread is completing.
+//
+// # Safety
+// `call` must be NULL or a call handle not yet freed.
+void cursor_tool_call_free(cursor_tool_call *call);
+
+// Creates a client (like `cursor_client_new`) whose bridge keeps all local agent state in your
+// store: it is launched with a custom local store, and every store operation calls `fn`
+// (see `cursor_store_fn`; return bare records, e.g. the agent object for agents.get, and NULL
+// for a miss). `user_data_free` (may be NULL) runs exactly once after the last call, at
+// `cursor_client_free` at the latest; on failure here it is not called. Attach mode
+// (`bridgeUrl`) cannot take a store.
+//
+// # Safety
+// As for `cursor_client_new`; `fn`/`user_data_free` must be safe from other threads.
+cursor_status cursor_client_new_with_store(const char *options_json,
+                                           cursor_store_fn fn,
+                                           void *user_data,
+                                           cursor_free_fn user_data_free,
+                                           cursor_client **out,
+                                           cursor_error **err);
+
+// Replies to a store call with its output: JSON text, or NULL for a null result (a miss, a
+// delete). Once per call, before the callback returns (a second reply is `CURSOR_E_USAGE`).
+//
+// # Safety
+// `reply` must be the pointer passed to the running callback.
+cursor_status cursor_store_reply_ok(cursor_store_reply *reply, const char *output_json, cursor_error **err);
+
+// Replies to a store call with a failure; the bridge reports it to the caller of the agent
+// operation. Once per call, before the callback returns.
+//
+// # Safety
+// `reply` must be the pointer passed to the running callback; `message` NUL-terminated.
+cursor_status cursor_store_reply_error(cursor_store_reply *reply, const char *message, cursor_error **err);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -26,6 +26,8 @@ pub const MAX_BODY_BYTES: usize = 32 << 20;
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// A connection that sends nothing for this long is closed (the bridge reconnects).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `stop` waits for calls in progress.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 /// Once a request has started, each read must progress within this long.
 const READ_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -97,11 +99,17 @@ impl CallbackServer {
         }
         // Wake the blocking accept with a throwaway connection.
         let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
-        for (_, c) in self.conns.lock().drain() {
+        for c in self.conns.lock().values() {
             let _ = c.shutdown(Shutdown::Both);
         }
         if let Some(t) = self.acceptor.lock().take() {
             let _ = t.join();
+        }
+        // Let connection threads finish the call they are in (bounded), so handlers (and the
+        // user data behind them) are released by the time `stop` returns.
+        let deadline = std::time::Instant::now() + STOP_GRACE;
+        while !self.conns.lock().is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 }
@@ -141,6 +149,7 @@ fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, stopping: Arc<AtomicBool>, 
             .name("cursor-callback-conn".into())
             .spawn(move || {
                 serve(&stream, &ctx);
+                drop(ctx);
                 // The registry holds a clone of the socket: close it for real.
                 let _ = stream.shutdown(Shutdown::Both);
                 registry.lock().remove(&id);

@@ -450,13 +450,19 @@ impl Client {
 
     /// Registers a tool for every local agent this client creates or resumes from now on
     /// (replacing a tool of the same name).
+    /// On error nothing is registered.
     pub fn add_tool(&self, tool: Tool) -> Result<()> {
+        let name = tool.name.clone();
         self.inner.registry.add_client_tool(tool)?;
         let conn = self.inner.conn.lock().clone();
-        match conn {
+        let registered = match conn {
             Some(conn) => self.register_tool_callback(&conn),
             None => Ok(()),
+        };
+        if registered.is_err() {
+            self.inner.registry.remove_client_tool(&name);
         }
+        registered
     }
 
     /// Declares the client's tools plus `extra` in `local.custom_tools`, refusing what would

@@ -180,6 +180,10 @@ impl Registry {
         Ok(())
     }
 
+    pub(crate) fn remove_client_tool(&self, name: &str) {
+        self.client_tools.write().remove(name);
+    }
+
     pub(crate) fn add_agent_tools(&self, agent_id: &str, tools: Vec<Tool>) {
         let map = tools.into_iter().map(|t| (t.name.clone(), t)).collect();
         self.agent_tools.write().insert(agent_id.to_string(), map);

@@ -26,7 +26,12 @@ fn now_ms() -> u64 {
 }
 
 fn ids(input: &Value, key: &str) -> Vec<String> {
-    input["filter"][key].as_array().into_iter().flatten().filter_map(|v| v.as_str().map(String::from)).collect()
+    input["filter"][key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect()
 }
 
 impl Store for MemoryStore {
@@ -40,7 +45,12 @@ impl Store for MemoryStore {
                 self.agents.lock().unwrap().insert(id, a.clone());
                 Ok(Some(a))
             }
-            ("agents", "get") => Ok(self.agents.lock().unwrap().get(input["agentId"].as_str().unwrap_or("")).cloned()),
+            ("agents", "get") => Ok(self
+                .agents
+                .lock()
+                .unwrap()
+                .get(input["agentId"].as_str().unwrap_or(""))
+                .cloned()),
             ("agents", "list") => {
                 let cwd = input["filter"]["cwd"].as_str();
                 let mut items: Vec<Value> = self
@@ -65,7 +75,12 @@ impl Store for MemoryStore {
                 self.runs.lock().unwrap().insert(id, r.clone());
                 Ok(Some(r))
             }
-            ("runs", "get") => Ok(self.runs.lock().unwrap().get(input["runId"].as_str().unwrap_or("")).cloned()),
+            ("runs", "get") => Ok(self
+                .runs
+                .lock()
+                .unwrap()
+                .get(input["runId"].as_str().unwrap_or(""))
+                .cloned()),
             ("runs", "list") => {
                 let agents = ids(&input, "agentIds");
                 let mut items: Vec<Value> = self
@@ -81,7 +96,10 @@ impl Store for MemoryStore {
             }
             ("runs", "delete") => {
                 let agents = ids(&input, "agentIds");
-                self.runs.lock().unwrap().retain(|_, r| !agents.iter().any(|a| r["agentId"].as_str() == Some(a)));
+                self.runs
+                    .lock()
+                    .unwrap()
+                    .retain(|_, r| !agents.iter().any(|a| r["agentId"].as_str() == Some(a)));
                 Ok(None)
             }
             ("runEvents", "append") => {
@@ -96,7 +114,12 @@ impl Store for MemoryStore {
                 Ok(Some(event))
             }
             ("runEvents", "list") => {
-                let items = self.events.lock().unwrap().get(input["runId"].as_str().unwrap_or("")).cloned();
+                let items = self
+                    .events
+                    .lock()
+                    .unwrap()
+                    .get(input["runId"].as_str().unwrap_or(""))
+                    .cloned();
                 Ok(Some(json!({ "items": items.unwrap_or_default() })))
             }
             ("runEvents", "delete") => {
@@ -117,23 +140,43 @@ fn a_custom_store_carries_a_local_agents_whole_life() {
     let sb = Sandbox::new();
     let store = Arc::new(MemoryStore::default());
     let client = Client::with_store(sb.options(), store.clone()).unwrap();
-    let agent = client.create_agent_json(Some(r#"{"model":"composer-2","name":"stored"}"#)).unwrap();
+    let agent = client
+        .create_agent_json(Some(r#"{"model":"composer-2","name":"stored"}"#))
+        .unwrap();
     let created: Vec<String> = store.calls.lock().unwrap().clone();
-    assert!(created.starts_with(&["agents.get".into(), "agents.create".into(), "runs.create".into()]), "{created:?}");
-    assert!(store.agents.lock().unwrap().contains_key(agent.id()), "the agent row lives in our store");
+    assert!(
+        created.starts_with(&["agents.get".into(), "agents.create".into(), "runs.create".into()]),
+        "{created:?}"
+    );
+    assert!(
+        store.agents.lock().unwrap().contains_key(agent.id()),
+        "the agent row lives in our store"
+    );
 
     assert_eq!(agent.info().unwrap().name, "stored");
     let page = client.list_agents(Default::default()).unwrap();
-    assert_eq!(page.items.iter().map(|a| a.agent_id.as_str()).collect::<Vec<_>>(), vec![agent.id()]);
+    assert_eq!(
+        page.items.iter().map(|a| a.agent_id.as_str()).collect::<Vec<_>>(),
+        vec![agent.id()]
+    );
 
     // The offline failing turn: its run and events are written to our store.
     let run = agent.send_text("Say hi").unwrap();
     let result = run.wait(Some(Duration::from_secs(60))).unwrap();
     assert_eq!(result.status, RunStatus::Error);
     assert!(result.error_message.unwrap().contains("API key exchange"));
-    let run_row = store.runs.lock().unwrap().get(&run.id()).cloned().expect("run row in our store");
+    let run_row = store
+        .runs
+        .lock()
+        .unwrap()
+        .get(&run.id())
+        .cloned()
+        .expect("run row in our store");
     assert_eq!(run_row["status"], "error");
-    assert!(store.events.lock().unwrap()[&run.id()].len() >= 2, "request + status events appended");
+    assert!(
+        store.events.lock().unwrap()[&run.id()].len() >= 2,
+        "request + status events appended"
+    );
 
     agent.archive().unwrap();
     assert_eq!(store.agents.lock().unwrap()[agent.id()]["status"], "archived");
@@ -148,9 +191,15 @@ fn a_custom_store_carries_a_local_agents_whole_life() {
 #[test]
 fn a_store_failure_is_a_clear_error_to_the_caller() {
     let sb = Sandbox::new();
-    let store = Arc::new(MemoryStore { fail_agent_create: true, ..Default::default() });
+    let store = Arc::new(MemoryStore {
+        fail_agent_create: true,
+        ..Default::default()
+    });
     let client = Client::with_store(sb.options(), store).unwrap();
-    let e = client.create_agent_json(Some(r#"{"model":"composer-2"}"#)).err().unwrap();
+    let e = client
+        .create_agent_json(Some(r#"{"model":"composer-2"}"#))
+        .err()
+        .unwrap();
     assert_eq!(e.kind, ErrorKind::Internal);
     assert!(e.message.contains("disk on fire"), "{e}");
 }
@@ -177,7 +226,10 @@ fn built_in_stores_are_selected_by_option() {
     let client = Client::new(o).unwrap();
     let agent = client.create_agent_json(Some(r#"{"model":"composer-2"}"#)).unwrap();
     assert_eq!(agent.info().unwrap().agent_id, agent.id());
-    assert!(std::fs::read_dir(&root).unwrap().count() > 0, "the JSONL store wrote under rootDir");
+    assert!(
+        std::fs::read_dir(&root).unwrap().count() > 0,
+        "the JSONL store wrote under rootDir"
+    );
 
     for (bad, want) in [
         (json!({"type": "jsonl"}), "rootDir"),
@@ -193,5 +245,8 @@ fn built_in_stores_are_selected_by_option() {
     }
     let mut o = sb.options();
     o.local_store = Some(json!({"type": "sqlite"}));
-    Client::new(o).unwrap().create_agent_json(Some(r#"{"model":"composer-2"}"#)).unwrap();
+    Client::new(o)
+        .unwrap()
+        .create_agent_json(Some(r#"{"model":"composer-2"}"#))
+        .unwrap();
 }

@@ -140,7 +140,11 @@ fn late_completion_from_another_thread_and_50_concurrent_calls() {
     assert_eq!(results.len(), 50);
     for (i, r) in results.iter().enumerate() {
         assert_eq!(r["status"], "completed", "{r}");
-        assert_eq!(r["result"]["value"]["late"].as_f64(), Some(i as f64 + 1.0), "Struct numbers are doubles");
+        assert_eq!(
+            r["result"]["value"]["late"].as_f64(),
+            Some(i as f64 + 1.0),
+            "Struct numbers are doubles"
+        );
     }
     assert_eq!(done.load(Ordering::SeqCst), 50);
     assert!(took < Duration::from_millis(50 * 50), "calls ran one by one: {took:?}");

@@ -20,6 +20,7 @@ pub mod client;
 pub mod error;
 pub mod log;
 pub mod run;
+pub mod tools;
 
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -1,0 +1,366 @@
+//! Custom tools and custom stores with C callbacks.
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::client::cursor_client;
+use super::error::cursor_error;
+use super::{arg_str, c_string, call, cursor_status, handle, opt_str, out_ptr, quiet, take_handle};
+use crate::client::{Client, ClientOptions};
+use crate::error::Error;
+use crate::tools::{Store, Tool, ToolCall, ToolCompletion, ToolHandler};
+
+/// Releases a `user_data` pointer; called exactly once.
+pub type cursor_free_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+
+/// Tool callback. Called on a library thread, possibly concurrently for different calls.
+/// `call` is owned by you: answer it with `cursor_tool_call_complete` or `cursor_tool_call_fail`
+/// (now, or later from any thread), and free it with `cursor_tool_call_free`. Must not throw or
+/// longjmp.
+pub type cursor_tool_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, call: *mut cursor_tool_call)>;
+
+/// Store callback: answer through `reply` (`cursor_store_reply_ok` or `cursor_store_reply_error`)
+/// before returning. `substore` is "agents", "runs", "runEvents" or "checkpoints"; `method` is
+/// "get", "create", "update", "delete", "list" or "append"; `input_json` the operation's input.
+/// All pointers are borrowed for the call. Called on library threads, possibly concurrently.
+pub type cursor_store_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        substore: *const c_char,
+        method: *const c_char,
+        input_json: *const c_char,
+        reply: *mut cursor_store_reply,
+    ),
+>;
+
+/// One tool call, handed to a `cursor_tool_fn`. Its accessors' strings live until
+/// `cursor_tool_call_free`. Completion functions may be called from any thread.
+pub struct cursor_tool_call {
+    name: CString,
+    args: CString,
+    id: Option<CString>,
+    agent_id: CString,
+    done: ToolCompletion,
+}
+
+/// The reply slot of one store call, valid only during the `cursor_store_fn` call.
+pub struct cursor_store_reply {
+    answer: Option<std::result::Result<Option<Value>, String>>,
+}
+
+/// A caller's `user_data` with its release function, run on drop unless the registration
+/// failed (then the pointer stays the caller's).
+struct UserData {
+    ptr: *mut c_void,
+    free: cursor_free_fn,
+    armed: AtomicBool,
+}
+// SAFETY: by registering a callback the caller hands `user_data` to library threads.
+unsafe impl Send for UserData {}
+unsafe impl Sync for UserData {}
+
+impl UserData {
+    fn new(ptr: *mut c_void, free: cursor_free_fn) -> UserData {
+        UserData {
+            ptr,
+            free,
+            armed: AtomicBool::new(true),
+        }
+    }
+
+    fn disarm(&self) {
+        self.armed.store(false, Ordering::Release);
+    }
+}
+
+impl Drop for UserData {
+    fn drop(&mut self) {
+        if let (Some(free), true) = (self.free, self.armed.load(Ordering::Acquire)) {
+            // SAFETY: the caller's release function with its own pointer, exactly once.
+            unsafe { free(self.ptr) };
+        }
+    }
+}
+
+struct CTool {
+    f: unsafe extern "C" fn(*mut c_void, *mut cursor_tool_call),
+    data: UserData,
+}
+
+impl ToolHandler for CTool {
+    fn call(&self, call: ToolCall, done: ToolCompletion) {
+        let handle = super::into_handle(cursor_tool_call {
+            name: c_string(call.tool_name),
+            args: c_string(call.args.to_string()),
+            id: call.tool_call_id.map(c_string),
+            agent_id: c_string(call.agent_id),
+            done,
+        });
+        // SAFETY: the caller's callback; it owns `handle` from here on.
+        unsafe { (self.f)(self.data.ptr, handle) };
+    }
+}
+
+/// Registers a tool for every local agent this client creates or resumes from now on (it is
+/// declared in their `local.custom_tools`; creating a cloud agent, or one that disallows the
+/// `mcp` tool group, then fails with `CURSOR_E_INVALID_ARGUMENT` rather than losing the tool).
+/// `name`: 1-64 of `A-Z a-z 0-9 _ -`. `input_schema_json`: a JSON Schema object (NULL means
+/// `{"type":"object"}`). `fn` is called for each call (see `cursor_tool_fn`). `user_data_free`
+/// (may be NULL) runs exactly once, when the tool can no longer be called: after
+/// `cursor_client_free`, or after a replacing registration, once no call of it is running. On
+/// failure nothing is registered and `user_data_free` is not called. A tool of the same name
+/// is replaced.
+///
+/// # Safety
+/// Strings must be NUL-terminated (or NULL where allowed); `fn` and `user_data_free` must be
+/// safe to call from other threads with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_client_add_tool(
+    c: *mut cursor_client,
+    name: *const c_char,
+    description: *const c_char,
+    input_schema_json: *const c_char,
+    r#fn: cursor_tool_fn,
+    user_data: *mut c_void,
+    user_data_free: cursor_free_fn,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    call(err, || {
+        let client = &handle(c, "client")?.client;
+        let name = arg_str(name, "name")?;
+        let description = opt_str(description, "description")?.unwrap_or("");
+        let schema = match opt_str(input_schema_json, "input_schema_json")? {
+            None => Value::Null,
+            Some(text) => serde_json::from_str(text)
+                .map_err(|e| Error::invalid_argument(format!("input_schema_json: malformed JSON: {e}")))?,
+        };
+        let Some(f) = r#fn else {
+            return Err(Error::invalid_argument("fn is NULL"));
+        };
+        // Validate before taking ownership of user_data, so a failure leaves it with the caller.
+        crate::tools::validate_name(name)?;
+        let probe = Tool::new(name, description, schema.clone(), |_| Ok(Value::Null));
+        probe.definition()?;
+        let handler = Arc::new(CTool {
+            f,
+            data: UserData::new(user_data, user_data_free),
+        });
+        if let Err(e) = client.add_tool(Tool::with_handler(name, description, schema, handler.clone())) {
+            handler.data.disarm();
+            return Err(e);
+        }
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
+
+/// The tool's name. Borrowed until `cursor_tool_call_free`.
+#[no_mangle]
+pub extern "C" fn cursor_tool_call_name(call: *const cursor_tool_call) -> *const c_char {
+    quiet(std::ptr::null(), || {
+        handle(call, "call").map_or(std::ptr::null(), |c| c.name.as_ptr())
+    })
+}
+
+/// The arguments as JSON text (an object; numbers are doubles). Borrowed until free.
+#[no_mangle]
+pub extern "C" fn cursor_tool_call_args_json(call: *const cursor_tool_call) -> *const c_char {
+    quiet(std::ptr::null(), || {
+        handle(call, "call").map_or(std::ptr::null(), |c| c.args.as_ptr())
+    })
+}
+
+/// The tool-call id (to match stream events), or NULL. Borrowed until free.
+#[no_mangle]
+pub extern "C" fn cursor_tool_call_id(call: *const cursor_tool_call) -> *const c_char {
+    quiet(std::ptr::null(), || {
+        handle(call, "call")
+            .ok()
+            .and_then(|c| c.id.as_ref())
+            .map_or(std::ptr::null(), |s| s.as_ptr())
+    })
+}
+
+/// The id of the agent whose run called the tool. Borrowed until free.
+#[no_mangle]
+pub extern "C" fn cursor_tool_call_agent_id(call: *const cursor_tool_call) -> *const c_char {
+    quiet(std::ptr::null(), || {
+        handle(call, "call").map_or(std::ptr::null(), |c| c.agent_id.as_ptr())
+    })
+}
+
+/// Answers a tool call with a result: any JSON value (an object passes through; a string or
+/// other value is wrapped as text content). Exactly once per call, from any thread: a second
+/// answer (or one after the call timed out) is `CURSOR_E_USAGE`. Malformed JSON is
+/// `CURSOR_E_INVALID_ARGUMENT` and leaves the call unanswered.
+///
+/// # Safety
+/// `call` must be a live call handle; `result_json` NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_tool_call_complete(
+    call: *mut cursor_tool_call,
+    result_json: *const c_char,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    super::call(err, || {
+        let c = handle(call, "call")?;
+        let value: Value = serde_json::from_str(arg_str(result_json, "result_json")?)
+            .map_err(|e| Error::invalid_argument(format!("result_json: malformed JSON: {e}")))?;
+        c.done.complete(Ok(value))?;
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
+
+/// Answers a tool call with an error the model sees (the run goes on). Exactly once per call,
+/// like `cursor_tool_call_complete`.
+///
+/// # Safety
+/// `call` must be a live call handle; `message` NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_tool_call_fail(
+    call: *mut cursor_tool_call,
+    message: *const c_char,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    super::call(err, || {
+        let c = handle(call, "call")?;
+        c.done.complete(Err(arg_str(message, "message")?.to_string()))?;
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
+
+/// Frees a tool call. A call still unanswered is answered with an error ("dropped without an
+/// answer"). NULL is accepted. Do not free a call another thread is completing.
+///
+/// # Safety
+/// `call` must be NULL or a call handle not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_tool_call_free(call: *mut cursor_tool_call) {
+    quiet((), || {
+        if let Some(c) = take_handle(call) {
+            if c.done.is_pending() {
+                let _ = c.done.complete(Err(format!(
+                    "the {} tool call was dropped without an answer",
+                    c.name.to_string_lossy()
+                )));
+            }
+        }
+    })
+}
+
+struct CStore {
+    f: unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, *const c_char, *mut cursor_store_reply),
+    data: UserData,
+}
+
+impl Store for CStore {
+    fn call(&self, substore: &str, method: &str, input: Value) -> std::result::Result<Option<Value>, String> {
+        let (s, m, i) = (
+            c_string(substore.into()),
+            c_string(method.into()),
+            c_string(input.to_string()),
+        );
+        let mut reply = cursor_store_reply { answer: None };
+        // SAFETY: the caller's callback; every pointer lives until it returns.
+        unsafe { (self.f)(self.data.ptr, s.as_ptr(), m.as_ptr(), i.as_ptr(), &mut reply) };
+        reply
+            .answer
+            .unwrap_or_else(|| Err(format!("the store callback did not reply to {substore}.{method}")))
+    }
+}
+
+/// Creates a client (like `cursor_client_new`) whose bridge keeps all local agent state in your
+/// store: it is launched with a custom local store, and every store operation calls `fn`
+/// (see `cursor_store_fn`; return bare records, e.g. the agent object for agents.get, and NULL
+/// for a miss). `user_data_free` (may be NULL) runs exactly once after the last call, at
+/// `cursor_client_free` at the latest; on failure here it is not called. Attach mode
+/// (`bridgeUrl`) cannot take a store.
+///
+/// # Safety
+/// As for `cursor_client_new`; `fn`/`user_data_free` must be safe from other threads.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_client_new_with_store(
+    options_json: *const c_char,
+    r#fn: cursor_store_fn,
+    user_data: *mut c_void,
+    user_data_free: cursor_free_fn,
+    out: *mut *mut cursor_client,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    call(err, || {
+        out_ptr(out, "out")?;
+        let opts = ClientOptions::from_json(opt_str(options_json, "options_json")?)?;
+        let Some(f) = r#fn else {
+            return Err(Error::invalid_argument("fn is NULL"));
+        };
+        if opts.bridge_url.is_some() {
+            return Err(Error::invalid_argument(
+                "a store handler needs a launched bridge, not bridgeUrl",
+            ));
+        }
+        let store = Arc::new(CStore {
+            f,
+            data: UserData::new(user_data, user_data_free),
+        });
+        let client = match Client::with_store(opts, store.clone()) {
+            Ok(c) => c,
+            Err(e) => {
+                store.data.disarm();
+                return Err(e);
+            }
+        };
+        *out = super::into_handle(cursor_client { client });
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
+
+/// Replies to a store call with its output: JSON text, or NULL for a null result (a miss, a
+/// delete). Once per call, before the callback returns (a second reply is `CURSOR_E_USAGE`).
+///
+/// # Safety
+/// `reply` must be the pointer passed to the running callback.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_store_reply_ok(
+    reply: *mut cursor_store_reply,
+    output_json: *const c_char,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    call(err, || {
+        let r = reply.as_mut().ok_or_else(|| Error::invalid_argument("reply is NULL"))?;
+        if r.answer.is_some() {
+            return Err(Error::usage("this store call was already answered"));
+        }
+        let output = match opt_str(output_json, "output_json")? {
+            None => None,
+            Some(text) => Some(
+                serde_json::from_str::<Value>(text)
+                    .map_err(|e| Error::invalid_argument(format!("output_json: malformed JSON: {e}")))?,
+            ),
+        };
+        r.answer = Some(Ok(output.filter(|v| !v.is_null())));
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
+
+/// Replies to a store call with a failure; the bridge reports it to the caller of the agent
+/// operation. Once per call, before the callback returns.
+///
+/// # Safety
+/// `reply` must be the pointer passed to the running callback; `message` NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_store_reply_error(
+    reply: *mut cursor_store_reply,
+    message: *const c_char,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    call(err, || {
+        let r = reply.as_mut().ok_or_else(|| Error::invalid_argument("reply is NULL"))?;
+        if r.answer.is_some() {
+            return Err(Error::usage("this store call was already answered"));
+        }
+        r.answer = Some(Err(arg_str(message, "message")?.to_string()));
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
