@@ -490,6 +490,59 @@ mod tests {
         drop(l);
     }
 
+    /// A server whose first connection answers one request, then drops the second without a
+    /// response (a keep-alive connection the peer closed under us); later connections answer.
+    fn stale_after_one() -> (String, thread::JoinHandle<()>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let h = thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = vec![0u8; 65536];
+            s.read(&mut buf).unwrap();
+            s.write_all(ok).unwrap();
+            s.read(&mut buf).unwrap();
+            drop(s);
+            if let Ok((mut s, _)) = l.accept() {
+                if s.read(&mut buf).unwrap_or(0) > 0 {
+                    let _ = s.write_all(ok);
+                }
+            }
+        });
+        (url, h)
+    }
+
+    fn call(peer: &Peer, idempotent: bool) -> Result<Vec<u8>> {
+        let (conn, head) = peer.send(&req(idempotent), Instant::now() + Duration::from_secs(5))?;
+        let mut body = Body::new(conn, &head);
+        let bytes = body.read_all(1024)?;
+        if let Some(c) = body.into_conn() {
+            peer.checkin(c);
+        }
+        Ok(bytes)
+    }
+
+    #[test]
+    fn a_stale_pooled_connection_is_retried_once_for_idempotent_calls_only() {
+        let (url, h) = stale_after_one();
+        let peer = Peer::new(&url, "t").unwrap();
+        assert_eq!(call(&peer, true).unwrap(), b"ok");
+        assert_eq!(call(&peer, true).unwrap(), b"ok", "retried on a fresh connection");
+        h.join().unwrap();
+
+        let (url, h) = stale_after_one();
+        let peer = Peer::new(&url, "t").unwrap();
+        assert_eq!(call(&peer, false).unwrap(), b"ok");
+        let e = call(&peer, false).unwrap_err();
+        assert_eq!(
+            e.kind,
+            ErrorKind::Transport,
+            "a non-idempotent call is never replayed: {e}"
+        );
+        drop(TcpStream::connect(url.trim_start_matches("http://")));
+        h.join().unwrap();
+    }
+
     #[test]
     fn bad_urls_and_tokens_are_rejected() {
         assert!(Peer::new("https://127.0.0.1:1", "t").is_err());
