@@ -499,9 +499,9 @@ mod tests {
         let h = thread::spawn(move || {
             let (mut s, _) = l.accept().unwrap();
             let mut buf = vec![0u8; 65536];
-            s.read(&mut buf).unwrap();
+            let _ = s.read(&mut buf).unwrap();
             s.write_all(ok).unwrap();
-            s.read(&mut buf).unwrap();
+            let _ = s.read(&mut buf).unwrap();
             drop(s);
             if let Ok((mut s, _)) = l.accept() {
                 if s.read(&mut buf).unwrap_or(0) > 0 {
