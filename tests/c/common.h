@@ -11,7 +11,7 @@ typedef struct {
     cursor_agent *agent;
 } fixture;
 
-static bool fx_open(fixture *f, const char *bridge, const char *extra) {
+static inline bool fx_open(fixture *f, const char *bridge, const char *extra) {
     memset(f, 0, sizeof *f);
     if (!bridge) return false;
     f->tmp = h_tmp_new();
@@ -31,7 +31,7 @@ static bool fx_open(fixture *f, const char *bridge, const char *extra) {
     return true;
 }
 
-static void fx_close(fixture *f) {
+static inline void fx_close(fixture *f) {
     cursor_agent_free(f->agent);
     cursor_client_free(f->client);
     h_tmp_free(f->tmp);
@@ -52,7 +52,7 @@ typedef struct {
     int after_error_status; /* what the call after the error returned */
 } drained;
 
-static void record_event(drained *d, const cursor_event *ev) {
+static inline void record_event(drained *d, const cursor_event *ev) {
     if (d->n < MAX_EVENTS) {
         d->kinds[d->n] = (int)cursor_event_kind(ev);
         snprintf(d->types[d->n], sizeof d->types[d->n], "%s", cursor_event_type(ev));
@@ -68,7 +68,7 @@ static void record_event(drained *d, const cursor_event *ev) {
 
 /* Reads every event with blocking next_event until END or an error. Returns false on a
  * harness-level problem (NULL event on OK, …). */
-static bool drain(cursor_run *r, drained *d) {
+static inline bool drain(cursor_run *r, drained *d) {
     memset(d, 0, sizeof *d);
     for (;;) {
         cursor_event *ev = (cursor_event *)(uintptr_t)1; /* must be overwritten */
@@ -128,7 +128,7 @@ typedef struct {
     char *lines[MAX_LOG_LINES];
 } log_capture;
 
-static void log_capture_fn(void *user_data, cursor_log_level level, const char *message) {
+static inline void log_capture_fn(void *user_data, cursor_log_level level, const char *message) {
     log_capture *c = (log_capture *)user_data;
     pthread_mutex_lock(&c->lock);
     if (level < CURSOR_LOG_ERROR || level > CURSOR_LOG_DEBUG || !message) c->bad_level++;
@@ -136,20 +136,20 @@ static void log_capture_fn(void *user_data, cursor_log_level level, const char *
     pthread_mutex_unlock(&c->lock);
 }
 
-static void log_capture_clear(log_capture *c) {
+static inline void log_capture_clear(log_capture *c) {
     pthread_mutex_lock(&c->lock);
     for (int i = 0; i < c->n; i++) free(c->lines[i]);
     c->n = 0;
     pthread_mutex_unlock(&c->lock);
 }
 
-static bool is_b64url(char ch) {
+static inline bool is_b64url(char ch) {
     return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
 }
 
 /* Whether `line` holds a run of exactly 43 base64url characters (the token's shape) that
  * mixes upper case, lower case and digits (so words-with-dashes do not count). */
-static bool has_token_shape(const char *line) {
+static inline bool has_token_shape(const char *line) {
     const char *p = line;
     while (*p) {
         while (*p && !is_b64url(*p)) p++;

@@ -41,7 +41,7 @@ static int h_test_failed;
 static const char *h_current = "(none)";
 static pthread_mutex_t h_print_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void h_fail(const char *file, int line, const char *fmt, ...) {
+static inline void h_fail(const char *file, int line, const char *fmt, ...) {
     va_list ap;
     pthread_mutex_lock(&h_print_lock);
     fprintf(stderr, "FAIL %s:%d [%s]: ", file, line, h_current);
@@ -80,7 +80,7 @@ static void h_fail(const char *file, int line, const char *fmt, ...) {
         }                                                                                          \
     } while (0)
 
-static const char *h_msg(const cursor_error *e) {
+static inline const char *h_msg(const cursor_error *e) {
     const char *m = cursor_error_message(e);
     return m ? m : "(no error object)";
 }
@@ -137,13 +137,13 @@ static const char *h_msg(const cursor_error *e) {
 
 /* ---- time ---- */
 
-static double h_now_ms(void) {
+static inline double h_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
-static void h_sleep_ms(int ms) {
+static inline void h_sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
@@ -152,7 +152,7 @@ static void h_sleep_ms(int ms) {
 /* ---- environment, temp dirs, options ---- */
 
 /* A required environment variable; a missing one fails the test loudly (no silent skip). */
-static const char *h_env(const char *name) {
+static inline const char *h_env(const char *name) {
     const char *v = getenv(name);
     if (!v || !*v) {
         h_fail(__FILE__, __LINE__, "environment variable %s is not set (run the suite through `make c-test`)", name);
@@ -165,7 +165,7 @@ static const char *h_env(const char *name) {
     return v;
 }
 
-static int h_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+static inline int h_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb;
     (void)flag;
     (void)ftw;
@@ -177,7 +177,7 @@ typedef struct {
     char options[2048];
 } h_env_t;
 
-static h_env_t *h_tmp_new(void) {
+static inline h_env_t *h_tmp_new(void) {
     h_env_t *t = (h_env_t *)calloc(1, sizeof *t);
     const char *base = getenv("TMPDIR");
     snprintf(t->dir, sizeof t->dir, "%s/cursor-sdk-ctest-XXXXXX", base && *base ? base : "/tmp");
@@ -191,14 +191,14 @@ static h_env_t *h_tmp_new(void) {
     return t;
 }
 
-static void h_tmp_free(h_env_t *t) {
+static inline void h_tmp_free(h_env_t *t) {
     if (!t) return;
     nftw(t->dir, h_rm_one, 16, FTW_DEPTH | FTW_PHYS);
     free(t);
 }
 
 /* Client options for `bridge` in the temp dir `t`, plus `extra` JSON members (may be ""). */
-static const char *h_options(h_env_t *t, const char *bridge, const char *extra) {
+static inline const char *h_options(h_env_t *t, const char *bridge, const char *extra) {
     snprintf(t->options, sizeof t->options,
              "{\"bridgePath\":\"%s\",\"workspace\":\"%s\",\"apiKey\":\"test-key\","
              "\"bridgeEnv\":{\"HOME\":\"%s/home\",\"TMPDIR\":\"%s\","
@@ -210,7 +210,7 @@ static const char *h_options(h_env_t *t, const char *bridge, const char *extra) 
 
 /* The bridge token, read from <tmp>/cursor-sdk-bridge-XXXXXX/auth-token (the bridge's TMPDIR is the
  * test's temp dir) while the bridge runs. Returns false when there is no such file. */
-static bool h_read_token(h_env_t *t, char *token, size_t len) {
+static inline bool h_read_token(h_env_t *t, char *token, size_t len) {
     char pat[320];
     glob_t g;
     bool ok = false;
@@ -232,7 +232,7 @@ static bool h_read_token(h_env_t *t, char *token, size_t len) {
 /* ---- tiny JSON helpers (enough for the flat fields the tests read) ---- */
 
 /* Copies the string value of the first `"key":"…"` into buf; returns false when absent/null. */
-static bool h_json_str(const char *json, const char *key, char *buf, size_t len) {
+static inline bool h_json_str(const char *json, const char *key, char *buf, size_t len) {
     char pat[128];
     snprintf(pat, sizeof pat, "\"%s\":\"", key);
     const char *p = json ? strstr(json, pat) : NULL;
@@ -248,7 +248,7 @@ static bool h_json_str(const char *json, const char *key, char *buf, size_t len)
 }
 
 /* Counts non-overlapping occurrences of `needle`. */
-static int h_count(const char *hay, const char *needle) {
+static inline int h_count(const char *hay, const char *needle) {
     int n = 0;
     size_t l = strlen(needle);
     for (const char *p = hay; p && (p = strstr(p, needle)); p += l) n++;
@@ -257,7 +257,7 @@ static int h_count(const char *hay, const char *needle) {
 
 /* ---- runner ---- */
 
-static int h_main(const h_test *tests, size_t n, int argc, char **argv) {
+static inline int h_main(const h_test *tests, size_t n, int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc > 1 && strcmp(argv[1], "--list") == 0) {
         for (size_t i = 0; i < n; i++) printf("%s\n", tests[i].name);
