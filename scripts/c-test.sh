@@ -5,7 +5,7 @@
 #             exported-symbol and soname checks, and the C examples (built and run on the double)
 #   sanitize  the same suites built with -fsanitize=address,undefined (checked to be instrumented),
 #             ASAN_OPTIONS=detect_leaks=1, UBSAN_OPTIONS=halt_on_error=1
-#   valgrind  memcheck on a subset (main flow, errors, misuse, push mode, threads, polling):
+#   valgrind  memcheck on the whole suites (plus a leak canary that must be caught):
 #             --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite, children not traced
 # Every missing piece (tool, library, bridge) is an error that says what to do: nothing is skipped.
 set -eu
@@ -45,9 +45,9 @@ CWARN="-std=c11 -Wall -Wextra -Wpedantic -Werror"
 CXXWARN="-std=c++17 -Wall -Wextra -Wpedantic -Werror"
 LINK="-L$LIBDIR -lcursor_sdk -Wl,-rpath,$LIBDIR -lpthread"
 case "$MODE" in
-plain) EXTRA="-g -O1" ;;
-sanitize) EXTRA="-g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" ;;
-valgrind) EXTRA="-g -O0"; need_tool valgrind "apt-get install -y valgrind" ;;
+plain) EXTRA="-g -O1"; SCALE=1 ;;
+sanitize) SCALE=2; EXTRA="-g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" ;;
+valgrind) EXTRA="-g -O0"; SCALE=5; need_tool valgrind "apt-get install -y valgrind" ;;
 *) die "unknown mode '$MODE' (plain, sanitize or valgrind)" ;;
 esac
 
@@ -74,7 +74,7 @@ run() { # run <label> <command...>
     start=$(date +%s)
     (cd "$SCRATCH" && env HOME="$SCRATCH/home" \
         CURSOR_SDK_TEST_DOUBLE="$DOUBLE" CURSOR_SDK_TEST_REAL_BRIDGE="$REAL" \
-        CURSOR_SDK_BRIDGE_BIN="$DOUBLE" "$@") || die "$label failed (exit $?)"
+        CURSOR_SDK_BRIDGE_BIN="$DOUBLE" CURSOR_SDK_TEST_TIME_SCALE="$SCALE" "$@") || die "$label failed (exit $?)"
     echo "== c-test ($MODE): $label passed in $(($(date +%s) - start)) s"
 }
 
@@ -140,15 +140,17 @@ sanitize)
     ;;
 valgrind)
     VG="valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --trace-children=no --child-silent-after-fork=yes --quiet"
+    # A canary: an error object leaked on purpose must fail memcheck (definite leak, exit 1).
+    "$CC" $CWARN $EXTRA -I"$ROOT/include" tests/c/leak_canary.c -o "$OUT/leak_canary" $LINK || die "compiling the leak canary"
     # shellcheck disable=SC2086
-    run "C suite on the bridge double (valgrind, subset)" $VG "$OUT/test_double" \
-        version_and_status_names client_ping_version normal_flow_poll wait_result_json failing_run cancel_run \
-        busy_agent error_accessors_not_found error_accessors_local_errors management_calls prompt_one_shot \
-        misuse_null_everywhere misuse_invalid_utf8 misuse_malformed_json misuse_unknown_option_keys \
-        wait_fd_poll cancel_wakes_blocked_next_event push_mode_order push_free_from_other_thread \
-        push_free_from_inside_callback bridge_dies_mid_run many_threads_one_client log_callback_no_token
+    if $VG "$OUT/leak_canary" >"$OUT/leak_canary.log" 2>&1; then die "valgrind did not fail on the leak canary"; fi
+    grep -q 'definitely lost' "$OUT/leak_canary.log" || die "valgrind did not report the leak canary as definitely lost"
+    echo "   leak canary caught (definitely lost, exit 1)"
+    # The whole suites: fast enough under memcheck (~15 s on the double, ~35 s on the real bridge).
     # shellcheck disable=SC2086
-    run "C suite on the real bridge (valgrind, subset)" $VG "$OUT/test_real" real_ping_version real_send_busy_cancel real_push_mode_cancel
+    run "C suite on the bridge double (valgrind)" $VG "$OUT/test_double"
+    # shellcheck disable=SC2086
+    run "C suite on the real bridge (valgrind)" $VG "$OUT/test_real"
     ;;
 esac
 step "all passed"

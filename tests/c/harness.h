@@ -149,6 +149,14 @@ static inline void h_sleep_ms(int ms) {
     }
 }
 
+/* Timing limits are multiplied by CURSOR_SDK_TEST_TIME_SCALE (set to 5 under valgrind, 2 under
+ * the sanitizers by scripts/c-test.sh). */
+static inline double h_scale(void) {
+    const char *s = getenv("CURSOR_SDK_TEST_TIME_SCALE");
+    double v = s ? atof(s) : 1.0;
+    return v >= 1.0 ? v : 1.0;
+}
+
 /* ---- environment, temp dirs, options ---- */
 
 /* A required environment variable; a missing one fails the test loudly (no silent skip). */

@@ -244,7 +244,7 @@ TEST(cancel_run) {
     CHECK_OK(cursor_run_cancel(r, ERR)); /* idempotent */
     drained *d = (drained *)calloc(1, sizeof *d);
     CHECK(drain(r, d));
-    CHECKF(h_now_ms() - s < 2000, "cancel took %.0f ms to end the stream", h_now_ms() - s);
+    CHECKF(h_now_ms() - s < 2000 * h_scale(), "cancel took %.0f ms to end the stream", h_now_ms() - s);
     CHECK_INT(d->end_status, CURSOR_END);
     CHECK(d->n >= 1);
     CHECK_STR(d->types[d->n - 1], "result");
@@ -808,7 +808,7 @@ TEST(timeout_zero_never_blocks) {
     printf("  timeout 0: %d events, %d timeouts, worst call %.3f ms\n", events, timeouts, worst);
     CHECK(events >= 3);
     CHECK(timeouts > 50);
-    CHECKF(worst < 10.0, "cursor_run_next_event(r, 0) took %.3f ms", worst);
+    CHECKF(worst < 10.0 * h_scale(), "cursor_run_next_event(r, 0) took %.3f ms", worst);
     /* a short timeout returns on time */
     double s = h_now_ms();
     cursor_event *ev = NULL;
@@ -862,7 +862,7 @@ TEST(cancel_wakes_blocked_next_event) {
     double latency = b.ended_at - s;
     printf("  blocked next_event woke %.1f ms after cancel (%d events)\n", latency, b.events);
     CHECK_INT(b.final_status, CURSOR_END);
-    CHECKF(latency < 1000, "a blocked next_event took %.0f ms to wake after cancel", latency);
+    CHECKF(latency < 1000 * h_scale(), "a blocked next_event took %.0f ms to wake after cancel", latency);
     CHECK_INT(cursor_run_status(r), CURSOR_RUN_CANCELLED);
     cursor_run_free(r);
     fx_close(&f);
@@ -1093,7 +1093,7 @@ TEST(push_free_from_other_thread) {
     pthread_mutex_unlock(&p->lock);
     printf("  cursor_run_free during a callback returned after %.1f ms (%d events)\n", took, events);
     CHECK_INT(finals, 1);
-    CHECKF(took < 2000, "cursor_run_free took %.0f ms", took);
+    CHECKF(took < 2000 * h_scale(), "cursor_run_free took %.0f ms", took);
     h_sleep_ms(200);
     CHECK_INT(p->events, events); /* nothing after free returned */
     CHECK_INT(p->finals, 1);
@@ -1121,7 +1121,7 @@ TEST(push_free_from_inside_callback) {
     CHECK_INT(p->finals, 1);
     CHECK_INT(p->calls_after_final, 0);
     CHECK_INT(p->final_error_kind, CURSOR_E_CANCELLED);
-    CHECK(p->freed_at < 100);
+    CHECK(p->freed_at < 100 * h_scale());
     push_destroy(p);
     free(p);
     fx_close(&f);
