@@ -2,7 +2,10 @@
 CARGO ?= cargo
 export CURSOR_SDK_BRIDGE_CACHE ?= $(CURDIR)/.cache/bridge
 
-.PHONY: all build test lint demo fetch-bridge header clean
+.PHONY: all build test lint demo fetch-bridge header clean \
+	c-tools c-build c-test c-sanitize c-valgrind c-all install consumer-test
+
+PREFIX ?= /usr/local
 
 all: build
 
@@ -13,9 +16,44 @@ build:
 fetch-bridge:
 	@./scripts/fetch-bridge.sh
 
-## Every test of the project: formatting, lints, unit and integration tests (real bridge + double).
+## Every test of the project: formatting, lints, unit and integration tests (real bridge + double),
+## then the C suites (plain, ASan+UBSan, valgrind) and the install/consumer test.
 test: fetch-bridge lint
 	$(CARGO) test --workspace --all-targets
+	$(MAKE) --no-print-directory c-all
+
+## --- C ---------------------------------------------------------------------------------------
+## Installs what the C suites need when missing (cmake, valgrind, pkg-config, gcc/g++; apt, as root).
+c-tools:
+	@./scripts/ensure-tools.sh
+
+## The debug library and the bridge double the C suites run against.
+c-build:
+	$(CARGO) build --workspace
+
+## C11 suites (-Wall -Wextra -Wpedantic -Werror) on the double and the real bridge, header checks
+## (C11 + C++17), exported symbols, soname, and the examples in examples/c.
+c-test: c-tools fetch-bridge c-build
+	@./scripts/c-test.sh plain
+
+## The C suites again under AddressSanitizer + UBSan (leak detection on).
+c-sanitize: c-tools fetch-bridge c-build
+	@./scripts/c-test.sh sanitize
+
+## The C suites (a subset) under valgrind memcheck: zero errors, zero definite leaks.
+c-valgrind: c-tools fetch-bridge c-build
+	@./scripts/c-test.sh valgrind
+
+c-all: c-test c-sanitize c-valgrind consumer-test
+
+## Installs the release library: make install PREFIX=/opt/cursor [DESTDIR=...] (see bindings/c/README.md).
+install:
+	$(CARGO) build --release --lib
+	@PREFIX="$(PREFIX)" ./scripts/install.sh
+
+## Installs into a temp prefix and builds a program outside the tree with pkg-config and CMake.
+consumer-test: c-tools c-build
+	@./scripts/consumer-test.sh
 
 lint:
 	$(CARGO) fmt --all --check

@@ -1,0 +1,237 @@
+/*
+ * The C ABI against the real cursor-sdk-bridge (CURSOR_SDK_TEST_REAL_BRIDGE), offline: no
+ * Cursor backend is reachable, so a turn fails after ~16 s with "Failed to connect to API key
+ * exchange endpoint". Covers the flow up to that point, cancel, busy, push mode, the wake fd,
+ * management, paging, error objects and the log callback.
+ */
+#define _XOPEN_SOURCE 700
+#include <poll.h>
+
+#include "common.h"
+
+static const char *real_bin(void) { return h_env("CURSOR_SDK_TEST_REAL_BRIDGE"); }
+
+TEST(real_ping_version) {
+    fixture f;
+    CHECK(fx_open(&f, real_bin(), ""));
+    CHECK_OK(cursor_client_ping(f.client, ERR));
+    char *j = NULL;
+    CHECK_OK(cursor_client_version(f.client, &j, ERR));
+    CHECK_CONTAINS(j, "\"bridgeVersion\"");
+    CHECK_CONTAINS(j, "\"protocolVersion\"");
+    CHECK(strstr(j, "double") == NULL);
+    cursor_string_free(j);
+    CHECK(*cursor_agent_id(f.agent));
+    fx_close(&f);
+}
+
+TEST(real_send_busy_cancel) {
+    fixture f;
+    CHECK(fx_open(&f, real_bin(), ""));
+    cursor_run *r = NULL, *r2 = (cursor_run *)(uintptr_t)1;
+    CHECK_OK(cursor_agent_send(f.agent, "Say hello", NULL, &r, ERR));
+    CHECK(*cursor_run_id(r));
+    CHECK_INT(cursor_run_status(r), CURSOR_RUN_RUNNING);
+    cursor_error *e = NULL;
+    CHECK_INT(cursor_agent_send(f.agent, "Again", NULL, &r2, &e), CURSOR_E_BUSY);
+    CHECK(r2 == NULL);
+    CHECK_INT(cursor_error_kind(e), CURSOR_E_BUSY);
+    CHECK(cursor_error_connect_code(e) != NULL);
+    CHECK_INT(cursor_error_http_status(e), 200); /* an end frame inside a stream */
+    cursor_error_free(e);
+    int fd = cursor_run_wait_fd(r);
+    CHECK(fd >= 0);
+    double s = h_now_ms();
+    CHECK_OK(cursor_run_cancel(r, ERR));
+    drained *d = (drained *)calloc(1, sizeof *d);
+    CHECK(drain(r, d));
+    double took = h_now_ms() - s;
+    printf("  cancel ended the real run in %.0f ms (%d events)\n", took, d->n);
+    CHECK_INT(d->end_status, CURSOR_END);
+    CHECKF(took < 10000, "cancel took %.0f ms", took);
+    struct pollfd p = {fd, POLLIN, 0};
+    CHECK_INT(poll(&p, 1, 0), 1); /* readable at the end */
+    CHECK_INT(cursor_run_status(r), CURSOR_RUN_CANCELLED);
+    char *res = NULL;
+    CHECK_OK(cursor_run_wait(r, -1, &res, ERR));
+    CHECK_CONTAINS(res, "\"status\":\"cancelled\"");
+    cursor_string_free(res);
+    free(d);
+    cursor_run_free(r);
+    fx_close(&f);
+}
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int events, finals, after_final, final_kind;
+    char last_type[24];
+} real_push;
+
+static void real_push_fn(void *ud, const cursor_event *ev, const cursor_error *er) {
+    real_push *p = (real_push *)ud;
+    pthread_mutex_lock(&p->lock);
+    if (p->finals) p->after_final++;
+    if (ev) {
+        p->events++;
+        snprintf(p->last_type, sizeof p->last_type, "%s", cursor_event_type(ev));
+    } else {
+        p->finals++;
+        p->final_kind = er ? (int)cursor_error_kind(er) : 0;
+        pthread_cond_broadcast(&p->cond);
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+TEST(real_push_mode_cancel) {
+    fixture f;
+    CHECK(fx_open(&f, real_bin(), ""));
+    cursor_run *r = NULL;
+    CHECK_OK(cursor_agent_send(f.agent, "Say hello", NULL, &r, ERR));
+    real_push p;
+    memset(&p, 0, sizeof p);
+    pthread_mutex_init(&p.lock, NULL);
+    pthread_cond_init(&p.cond, NULL);
+    CHECK_OK(cursor_run_set_callback(r, real_push_fn, &p, ERR));
+    h_sleep_ms(300);
+    CHECK_OK(cursor_run_cancel(r, ERR));
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 15;
+    pthread_mutex_lock(&p.lock);
+    while (!p.finals && pthread_cond_timedwait(&p.cond, &p.lock, &until) == 0) {
+    }
+    pthread_mutex_unlock(&p.lock);
+    CHECK_INT(p.finals, 1);
+    CHECK_INT(p.final_kind, 0);
+    CHECK_STR(p.last_type, "result");
+    cursor_run_free(r);
+    CHECK_INT(p.finals, 1);
+    CHECK_INT(p.after_final, 0);
+    pthread_mutex_destroy(&p.lock);
+    pthread_cond_destroy(&p.cond);
+    fx_close(&f);
+}
+
+TEST(real_offline_turn_fails) {
+    fixture f;
+    CHECK(fx_open(&f, real_bin(), ""));
+    cursor_run *r = NULL;
+    double s = h_now_ms();
+    CHECK_OK(cursor_agent_send(f.agent, "Say hello", NULL, &r, ERR));
+    drained *d = (drained *)calloc(1, sizeof *d);
+    CHECK(drain(r, d));
+    printf("  offline turn ended after %.1f s with %d events\n", (h_now_ms() - s) / 1000, d->n);
+    CHECK_INT(d->end_status, CURSOR_END);
+    CHECK_STR(d->types[d->n - 1], "result");
+    CHECK_INT(d->kinds[d->n - 1], CURSOR_EVENT_RESULT);
+    CHECK_INT(cursor_run_status(r), CURSOR_RUN_ERROR);
+    char *res = NULL;
+    CHECK_OK(cursor_run_wait(r, -1, &res, ERR));
+    CHECK_CONTAINS(res, "\"status\":\"error\"");
+    CHECK_CONTAINS(res, "API key exchange");
+    cursor_string_free(res);
+    free(d);
+    cursor_run_free(r);
+    fx_close(&f);
+}
+
+TEST(real_management_and_paging) {
+    fixture f;
+    CHECK(fx_open(&f, real_bin(), ""));
+    const char *aid = cursor_agent_id(f.agent);
+    char *j = NULL;
+    CHECK_OK(cursor_agent_info(f.agent, &j, ERR));
+    CHECK_CONTAINS(j, aid);
+    cursor_string_free(j);
+    char ids[3][128];
+    snprintf(ids[0], sizeof ids[0], "%s", aid);
+    for (int i = 1; i < 3; i++) {
+        cursor_agent *a = NULL;
+        CHECK_OK(cursor_agent_create(f.client, "{\"model\":\"composer-2\"}", &a, ERR));
+        snprintf(ids[i], sizeof ids[i], "%s", cursor_agent_id(a));
+        cursor_agent_free(a);
+    }
+    char cursor[1024] = "";
+    int seen = 0, pages = 0;
+    for (;;) {
+        char opts[1200];
+        if (*cursor)
+            snprintf(opts, sizeof opts, "{\"limit\":1,\"cursor\":\"%s\"}", cursor);
+        else
+            snprintf(opts, sizeof opts, "{\"limit\":1}");
+        char *page = NULL;
+        CHECK_OK(cursor_client_list_agents(f.client, opts, &page, ERR));
+        pages++;
+        for (int i = 0; i < 3; i++) seen += strstr(page, ids[i]) != NULL;
+        bool more = h_json_str(page, "nextCursor", cursor, sizeof cursor) && *cursor;
+        cursor_string_free(page);
+        if (!more) break;
+        CHECK(pages < 20);
+    }
+    printf("  %d pages of 1\n", pages);
+    CHECK_INT(seen, 3);
+    CHECK(pages >= 3);
+    CHECK_OK(cursor_client_list_runs(f.client, aid, NULL, &j, ERR));
+    cursor_string_free(j);
+    CHECK_OK(cursor_agent_archive(f.agent, ERR));
+    CHECK_OK(cursor_agent_unarchive(f.agent, ERR));
+    CHECK_OK(cursor_client_delete_agent(f.client, ids[1], NULL, ERR));
+    cursor_error *e = NULL;
+    CHECK_INT(cursor_client_get_agent(f.client, ids[1], NULL, &j, &e), CURSOR_E_NOT_FOUND);
+    CHECK_STR(cursor_error_connect_code(e), "not_found");
+    CHECK(cursor_error_sdk_code(e) != 0);
+    CHECK_INT(cursor_error_http_status(e), 404);
+    CHECK(!cursor_error_retryable(e));
+    cursor_error_free(e);
+    /* catalog calls need the Cursor backend: offline they fail, with an error object */
+    CHECK_INT(cursor_client_me(f.client, NULL, &j, &e) < 0, 1);
+    CHECK(j == NULL);
+    printf("  me offline: %s\n", h_msg(e));
+    cursor_error_free(e);
+    fx_close(&f);
+}
+
+static log_capture LOGS = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}};
+
+TEST(real_log_callback_no_token) {
+    log_capture_clear(&LOGS);
+    cursor_set_log_callback(CURSOR_LOG_DEBUG, log_capture_fn, &LOGS);
+    fixture f;
+    CHECK(fx_open(&f, real_bin(), "\"verbose\":true"));
+    cursor_run *r = NULL;
+    CHECK_OK(cursor_agent_send(f.agent, "Say hello", NULL, &r, ERR));
+    h_sleep_ms(500);
+    CHECK_OK(cursor_run_cancel(r, ERR));
+    CHECK_OK(cursor_run_wait(r, 15000, NULL, ERR));
+    cursor_run_free(r);
+    char token[128] = "";
+    bool have_token = h_read_token(f.tmp, token, sizeof token);
+    fx_close(&f);
+    cursor_set_log_callback(CURSOR_LOG_DEBUG, NULL, NULL);
+    pthread_mutex_lock(&LOGS.lock);
+    int n = LOGS.n, leaks = 0, shaped = 0;
+    for (int i = 0; i < n; i++) {
+        if (getenv("CURSOR_SDK_TEST_SHOW_LOGS")) printf("  log: %s\n", LOGS.lines[i]);
+        if (strstr(LOGS.lines[i], "Bearer ") || (have_token && strstr(LOGS.lines[i], token))) leaks++;
+        if (has_token_shape(LOGS.lines[i])) {
+            fprintf(stderr, "  token-shaped string in log line: %s\n", LOGS.lines[i]);
+            shaped++;
+        }
+    }
+    pthread_mutex_unlock(&LOGS.lock);
+    printf("  %d log lines from the real bridge; token read: %s\n", n, have_token ? "yes" : "no");
+    CHECK(n > 0);
+    CHECK(have_token);
+    CHECK_INT((int)strlen(token), 43);
+    CHECK_INT(leaks, 0);
+    CHECK_INT(shaped, 0);
+    log_capture_clear(&LOGS);
+}
+
+static const h_test TESTS[] = {
+    T(real_ping_version),     T(real_send_busy_cancel),      T(real_push_mode_cancel),
+    T(real_offline_turn_fails), T(real_management_and_paging), T(real_log_callback_no_token),
+};
+
+int main(int argc, char **argv) { return h_main(TESTS, H_COUNT(TESTS), argc, argv); }
