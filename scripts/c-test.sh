@@ -61,6 +61,7 @@ build() { # build <output> <sources...>
 step "building the suites ($CC $EXTRA)"
 build test_double tests/c/test_double.c
 build test_real tests/c/test_real.c
+build test_tools tests/c/test_tools.c
 
 # Runs the test binaries in a scratch directory and HOME (cursor_prompt's default client uses the
 # current directory as its workspace; the double keeps its state under HOME).
@@ -105,18 +106,20 @@ plain)
 
     run "C suite on the bridge double" "$OUT/test_double"
     run "C suite on the real bridge" "$OUT/test_real"
+    run "C tools and store suite" "$OUT/test_tools"
 
     step "examples (built with -Werror, run on the double)"
-    for ex in quickstart stream frame_loop; do
+    for ex in quickstart stream frame_loop custom_tool; do
         "$CC" $CWARN -O1 -I"$ROOT/include" "examples/c/$ex.c" -o "$OUT/$ex" $LINK || die "compiling examples/c/$ex.c"
     done
     run "examples/c/quickstart" sh -c "\"$OUT/quickstart\" scenario:normal > out.txt && grep -qx 'Hello from the bridge double.' out.txt || { cat out.txt; exit 1; }"
     run "examples/c/stream" sh -c "\"$OUT/stream\" scenario:normal > out.txt && grep -q 'Hello from the bridge double.' out.txt || { cat out.txt; exit 1; }"
+    run "examples/c/custom_tool" sh -c "\"$OUT/custom_tool\" 'scenario:tool:player_hp How healthy?' > out.txt 2> err.txt && grep -q '\"hp\":73' out.txt && grep -q 'called 1 time' err.txt || { cat out.txt err.txt; exit 1; }"
     run "examples/c/frame_loop" sh -c "\"$OUT/frame_loop\" scenario:slow:50 1000 | tee out.txt && grep -q 'cancelled=1 status=4' out.txt"
     ;;
 sanitize)
     step "checking the build is instrumented"
-    for b in test_double test_real; do
+    for b in test_double test_real test_tools; do
         nm "$OUT/$b" | grep -q '__asan_init' || die "$b has no __asan_init: not built with AddressSanitizer"
         nm "$OUT/$b" | grep -q '__ubsan_handle_' || die "$b has no __ubsan_handle_*: not built with UBSan"
     done
@@ -137,6 +140,7 @@ sanitize)
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
     run "C suite on the bridge double (ASan+UBSan)" "$OUT/test_double"
     run "C suite on the real bridge (ASan+UBSan)" "$OUT/test_real"
+    run "C tools and store suite (ASan+UBSan)" "$OUT/test_tools"
     ;;
 valgrind)
     VG="valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --trace-children=no --child-silent-after-fork=yes --quiet"
@@ -151,6 +155,8 @@ valgrind)
     run "C suite on the bridge double (valgrind)" $VG "$OUT/test_double"
     # shellcheck disable=SC2086
     run "C suite on the real bridge (valgrind)" $VG "$OUT/test_real"
+    # shellcheck disable=SC2086
+    run "C tools and store suite (valgrind)" $VG "$OUT/test_tools"
     ;;
 esac
 step "all passed"
