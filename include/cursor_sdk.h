@@ -235,23 +235,28 @@ cursor_status cursor_agent_send(cursor_agent *a,
                                 cursor_error **err);
 
 // Releases the bridge's in-memory agent (its durable state stays; resume brings it back).
-// The handle stays valid for management calls and must still be freed.
+// The handle stays valid for management calls and must still be freed. Blocks for one RPC;
+// safe from any thread.
 cursor_status cursor_agent_close(cursor_agent *a, cursor_error **err);
 
-// Reloads the agent's durable state from its store.
-cursor_status cursor_agent_reload(cursor_agent *a, cursor_error **err);
+// Reloads the agent's durable state from its store. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+cursor_status cursor_agent_reload(cursor_agent *a,
+                                  cursor_error **err);
 
-// Archives the agent.
+// Archives the agent. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
 cursor_status cursor_agent_archive(cursor_agent *a, cursor_error **err);
 
-// Restores the archived agent.
+// Restores the archived agent. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
 cursor_status cursor_agent_unarchive(cursor_agent *a, cursor_error **err);
 
-// Deletes the agent and its durable data (`CURSOR_E_FAILED_PRECONDITION` while a run is live).
-cursor_status cursor_agent_delete(cursor_agent *a, cursor_error **err);
+// Deletes the agent and its durable data (`CURSOR_E_FAILED_PRECONDITION` while a run is live). Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+cursor_status cursor_agent_delete(cursor_agent *a,
+                                  cursor_error **err);
 
-// The agent's metadata from its store (`SdkAgentInfo` JSON). Owned result.
-cursor_status cursor_agent_info(cursor_agent *a, char **json_out, cursor_error **err);
+// The agent's metadata from its store (`SdkAgentInfo` JSON). Owned result. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+cursor_status cursor_agent_info(cursor_agent *a,
+                                char **json_out,
+                                cursor_error **err);
 
 // Messages recorded for the agent, as a JSON array of `AgentMessage`. `options_json` (may be
 // NULL): `limit`, `offset`, `runtime`, `cwd`, `apiKey`. Owned result.
@@ -263,8 +268,10 @@ cursor_status cursor_agent_messages(cursor_agent *a,
                                     char **json_out,
                                     cursor_error **err);
 
-// The agent's artifacts, as a JSON array of `{path,sizeBytes,updatedAt}`. Owned result.
-cursor_status cursor_agent_artifacts(cursor_agent *a, char **json_out, cursor_error **err);
+// The agent's artifacts, as a JSON array of `{path,sizeBytes,updatedAt}`. Owned result. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+cursor_status cursor_agent_artifacts(cursor_agent *a,
+                                     char **json_out,
+                                     cursor_error **err);
 
 // Token usage and cost (`AgentUsage` JSON), for one run when `run_id` is not NULL. Cloud agents.
 //
@@ -325,12 +332,15 @@ void cursor_client_free(cursor_client *c);
 // `startupTimeoutMs`.
 cursor_status cursor_client_start(cursor_client *c, cursor_error **err);
 
-// Checks that the bridge is up and accepts our token (`Ping`). Starts the bridge if needed.
-cursor_status cursor_client_ping(cursor_client *c, cursor_error **err);
+// Checks that the bridge is up and accepts our token (`Ping`). Starts the bridge if needed. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+cursor_status cursor_client_ping(cursor_client *c,
+                                 cursor_error **err);
 
 // The bridge's version as JSON: `{"bridgeVersion","protocolVersion","capabilities":[…]}`.
-// On success `*json_out` is an owned string for `cursor_string_free`.
-cursor_status cursor_client_version(cursor_client *c, char **json_out, cursor_error **err);
+// On success `*json_out` is an owned string for `cursor_string_free`. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+cursor_status cursor_client_version(cursor_client *c,
+                                    char **json_out,
+                                    cursor_error **err);
 
 // Stops a launched bridge now; later calls on this client fail with `CURSOR_E_USAGE`.
 // Idempotent and safe from any thread (e.g. from a signal-handling thread, not a signal handler).

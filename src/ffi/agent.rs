@@ -133,37 +133,38 @@ fn agent_json(
 }
 
 /// Releases the bridge's in-memory agent (its durable state stays; resume brings it back).
-/// The handle stays valid for management calls and must still be freed.
+/// The handle stays valid for management calls and must still be freed. Blocks for one RPC;
+/// safe from any thread.
 #[no_mangle]
 pub extern "C" fn cursor_agent_close(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
     agent_call(a, err, Agent::close)
 }
 
-/// Reloads the agent's durable state from its store.
+/// Reloads the agent's durable state from its store. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
 #[no_mangle]
 pub extern "C" fn cursor_agent_reload(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
     agent_call(a, err, Agent::reload)
 }
 
-/// Archives the agent.
+/// Archives the agent. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
 #[no_mangle]
 pub extern "C" fn cursor_agent_archive(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
     agent_call(a, err, Agent::archive)
 }
 
-/// Restores the archived agent.
+/// Restores the archived agent. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
 #[no_mangle]
 pub extern "C" fn cursor_agent_unarchive(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
     agent_call(a, err, Agent::unarchive)
 }
 
-/// Deletes the agent and its durable data (`CURSOR_E_FAILED_PRECONDITION` while a run is live).
+/// Deletes the agent and its durable data (`CURSOR_E_FAILED_PRECONDITION` while a run is live). Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
 #[no_mangle]
 pub extern "C" fn cursor_agent_delete(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
     agent_call(a, err, Agent::delete)
 }
 
-/// The agent's metadata from its store (`SdkAgentInfo` JSON). Owned result.
+/// The agent's metadata from its store (`SdkAgentInfo` JSON). Owned result. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
 #[no_mangle]
 pub extern "C" fn cursor_agent_info(
     a: *mut cursor_agent,
@@ -190,7 +191,7 @@ pub unsafe extern "C" fn cursor_agent_messages(
     })
 }
 
-/// The agent's artifacts, as a JSON array of `{path,sizeBytes,updatedAt}`. Owned result.
+/// The agent's artifacts, as a JSON array of `{path,sizeBytes,updatedAt}`. Owned result. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
 #[no_mangle]
 pub extern "C" fn cursor_agent_artifacts(
     a: *mut cursor_agent,

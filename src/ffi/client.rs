@@ -72,7 +72,7 @@ pub extern "C" fn cursor_client_start(c: *mut cursor_client, err: *mut *mut curs
     })
 }
 
-/// Checks that the bridge is up and accepts our token (`Ping`). Starts the bridge if needed.
+/// Checks that the bridge is up and accepts our token (`Ping`). Starts the bridge if needed. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
 #[no_mangle]
 pub extern "C" fn cursor_client_ping(c: *mut cursor_client, err: *mut *mut cursor_error) -> cursor_status {
     call(err, || {
@@ -82,7 +82,7 @@ pub extern "C" fn cursor_client_ping(c: *mut cursor_client, err: *mut *mut curso
 }
 
 /// The bridge's version as JSON: `{"bridgeVersion","protocolVersion","capabilities":[…]}`.
-/// On success `*json_out` is an owned string for `cursor_string_free`.
+/// On success `*json_out` is an owned string for `cursor_string_free`. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
 #[no_mangle]
 pub extern "C" fn cursor_client_version(
     c: *mut cursor_client,
