@@ -27,30 +27,18 @@ fn bridge_bin() -> PathBuf {
     bin
 }
 
-/// A scratch directory removed on drop.
-struct TempDir(PathBuf);
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "cursor-sdk-test-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A scratch directory, removed on drop.
+fn temp_dir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("cursor-sdk-test-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
-fn opts(ws: &TempDir) -> LaunchOptions {
+fn opts(ws: &tempfile::TempDir) -> LaunchOptions {
     LaunchOptions {
         bridge_path: Some(bridge_bin()),
-        workspace: Some(ws.0.clone()),
+        workspace: Some(ws.path().to_path_buf()),
         ..Default::default()
     }
 }
@@ -188,7 +176,7 @@ fn token_dir(b: &ManagedBridge) -> PathBuf {
 
 #[test]
 fn handshake_ping_auth_and_stop_from_two_threads() {
-    let ws = TempDir::new("ws");
+    let ws = temp_dir("ws");
     let b = ManagedBridge::launch(&opts(&ws)).expect("launch");
     let r = b.ready();
     assert_eq!(r.server_version, "1.0.0");
@@ -196,7 +184,7 @@ fn handshake_ping_auth_and_stop_from_two_threads() {
     assert_eq!(r.host, "127.0.0.1");
     assert!(r.port > 0);
     assert_eq!(b.base_url(), format!("http://127.0.0.1:{}", r.port));
-    assert_eq!(r.raw["workspaceRef"], ws.0.to_str().unwrap());
+    assert_eq!(r.raw["workspaceRef"], ws.path().to_str().unwrap());
     assert!(r.raw.get("authToken").is_none());
     assert_eq!(b.token().len(), 43, "a 32-byte base64url token");
     assert!(b
@@ -241,7 +229,7 @@ fn handshake_ping_auth_and_stop_from_two_threads() {
 
 #[test]
 fn graceful_stop_uses_the_callers_shutdown_and_is_fast() {
-    let ws = TempDir::new("ws");
+    let ws = temp_dir("ws");
     let b = ManagedBridge::launch(&opts(&ws)).expect("launch");
     let (pid, dir, pgid) = (b.ready().pid, token_dir(&b), b.process_group());
     let url = b.base_url().to_string();
@@ -265,7 +253,7 @@ fn graceful_stop_uses_the_callers_shutdown_and_is_fast() {
 
 #[test]
 fn drop_stops_everything() {
-    let ws = TempDir::new("ws");
+    let ws = temp_dir("ws");
     let b = ManagedBridge::launch(&opts(&ws)).expect("launch");
     let (pid, dir, pgid) = (b.ready().pid, token_dir(&b), b.process_group());
     assert_eq!(ping(&b).0, 200);
@@ -278,7 +266,7 @@ fn drop_stops_everything() {
 
 #[test]
 fn exit_before_ready_reports_stderr() {
-    let ws = TempDir::new("ws");
+    let ws = temp_dir("ws");
     let o = LaunchOptions {
         args: vec!["--bogus".into()],
         ..opts(&ws)
@@ -295,11 +283,11 @@ fn exit_before_ready_reports_stderr() {
 
 #[test]
 fn startup_timeout_kills_the_fake_bridge() {
-    let t = TempDir::new("fake");
+    let t = temp_dir("fake");
     let (fake, pids) = fake_bridge(&t, "fake bridge warming up");
     let o = LaunchOptions {
         bridge_path: Some(fake),
-        workspace: Some(t.0.clone()),
+        workspace: Some(t.path().to_path_buf()),
         startup_timeout: Duration::from_millis(1500),
         ..Default::default()
     };
@@ -316,7 +304,7 @@ fn startup_timeout_kills_the_fake_bridge() {
 
 #[test]
 fn verbose_bridge_keeps_working_because_stderr_is_drained() {
-    let ws = TempDir::new("ws");
+    let ws = temp_dir("ws");
     let lines = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
     let sink_lines = lines.clone();
     let o = LaunchOptions {
@@ -340,7 +328,7 @@ fn verbose_bridge_keeps_working_because_stderr_is_drained() {
 
 #[test]
 fn node_killed_from_outside_is_noticed_quickly() {
-    let ws = TempDir::new("ws");
+    let ws = temp_dir("ws");
     let b = ManagedBridge::launch(&opts(&ws)).expect("launch");
     let pid = b.ready().pid;
     // SAFETY: killing the bridge's node, which this test owns.
@@ -367,7 +355,7 @@ fn node_killed_from_outside_is_noticed_quickly() {
 
 #[test]
 fn bridge_launched_from_a_short_lived_thread_survives_it() {
-    let ws = TempDir::new("ws");
+    let ws = temp_dir("ws");
     let o = opts(&ws);
     let b = std::thread::spawn(move || ManagedBridge::launch(&o).expect("launch"))
         .join()
@@ -416,7 +404,7 @@ fn host_process_for_sigkill_test() {
 
 /// Runs `host_process_for_sigkill_test` in a fresh process of this test binary; returns the
 /// child and its ready line's (node pid, process group, token dir).
-fn spawn_host(ws: &TempDir, exit_normally: bool) -> (std::process::Child, u32, u32, PathBuf) {
+fn spawn_host(ws: &tempfile::TempDir, exit_normally: bool) -> (std::process::Child, u32, u32, PathBuf) {
     bridge_bin();
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([
@@ -425,7 +413,7 @@ fn spawn_host(ws: &TempDir, exit_normally: bool) -> (std::process::Child, u32, u
         "--nocapture",
         "--include-ignored",
     ])
-    .env(HOST_ENV, &ws.0)
+    .env(HOST_ENV, ws.path())
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::inherit());
@@ -477,7 +465,7 @@ fn cleanup_and_panic(pid: u32, pgid: u32, dir: &Path, msg: String) -> ! {
 
 #[test]
 fn host_sigkill_leaves_no_orphan() {
-    let ws = TempDir::new("host");
+    let ws = temp_dir("host");
     let (mut host, pid, pgid, dir) = spawn_host(&ws, false);
     assert!(alive(pid) && dir.is_dir());
 
@@ -515,7 +503,7 @@ fn host_sigkill_leaves_no_orphan() {
 
 #[test]
 fn atexit_stops_a_leaked_bridge_at_normal_exit() {
-    let ws = TempDir::new("host");
+    let ws = temp_dir("host");
     let (mut host, pid, pgid, dir) = spawn_host(&ws, true);
     let status = host.wait().unwrap();
     // The lifeline would also fire now, but only after node's exit; the hook ran before the
@@ -534,10 +522,10 @@ fn atexit_stops_a_leaked_bridge_at_normal_exit() {
 
 /// A fake bridge: a shell script that records its pids (before any output, so they are known
 /// whatever launch does next), prints `stderr_text` and sleeps.
-fn fake_bridge(t: &TempDir, stderr_text: &str) -> (PathBuf, PathBuf) {
+fn fake_bridge(t: &tempfile::TempDir, stderr_text: &str) -> (PathBuf, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
-    let fake = t.0.join("cursor-sdk-bridge");
-    let pids = t.0.join("pids");
+    let fake = t.path().join("cursor-sdk-bridge");
+    let pids = t.path().join("pids");
     std::fs::write(
         &fake,
         format!(
@@ -560,14 +548,14 @@ fn assert_fake_gone(pids: &Path) {
 #[test]
 fn bad_ready_line_fails_without_leaking_the_inline_token() {
     let secret = "INLINE-secret-token-0123456789abcdefghijklm";
-    let t = TempDir::new("fake");
+    let t = temp_dir("fake");
     let (fake, pids) = fake_bridge(
         &t,
         &format!(r#"cursor-sdk-bridge ready {{"schemaVersion":2,"pid":1,"authToken":"{secret}"}}"#),
     );
     let o = LaunchOptions {
         bridge_path: Some(fake),
-        workspace: Some(t.0.clone()),
+        workspace: Some(t.path().to_path_buf()),
         ..Default::default()
     };
     let e = ManagedBridge::launch(&o).unwrap_err();
@@ -585,7 +573,7 @@ fn bad_ready_line_fails_without_leaking_the_inline_token() {
 #[test]
 fn old_bridge_with_inline_token_works_and_the_token_stays_secret() {
     let secret = "INLINE-secret-token-0123456789abcdefghijklm";
-    let t = TempDir::new("fake");
+    let t = temp_dir("fake");
     // The fake announces its own shell's pid as node: stop must still take it down.
     let (fake, pids) = fake_bridge(
         &t,
@@ -598,7 +586,7 @@ later line with {secret} inside"#
     let sink = seen.clone();
     let o = LaunchOptions {
         bridge_path: Some(fake),
-        workspace: Some(t.0.clone()),
+        workspace: Some(t.path().to_path_buf()),
         on_stderr_line: Some(Arc::new(move |l: &str| sink.lock().push(l.to_string()))),
         ..Default::default()
     };

@@ -150,25 +150,12 @@ mod tests {
     use std::collections::HashMap;
     use std::os::unix::fs::PermissionsExt;
 
-    /// A temp directory removed on drop.
-    struct TempDir(PathBuf);
-    impl TempDir {
-        fn new(tag: &str) -> TempDir {
-            use std::sync::atomic::{AtomicU32, Ordering};
-            static N: AtomicU32 = AtomicU32::new(0);
-            let p = std::env::temp_dir().join(format!(
-                "cursor-sdk-locate-{tag}-{}-{}",
-                std::process::id(),
-                N.fetch_add(1, Ordering::Relaxed)
-            ));
-            std::fs::create_dir_all(&p).unwrap();
-            TempDir(p)
-        }
-    }
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+    /// A scratch directory, removed on drop.
+    fn temp_dir(tag: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("cursor-sdk-locate-{tag}-"))
+            .tempdir()
+            .unwrap()
     }
 
     fn exe(path: &Path) -> PathBuf {
@@ -188,14 +175,14 @@ mod tests {
 
     #[test]
     fn order_explicit_env_cache_path() {
-        let t = TempDir::new("order");
-        let explicit = exe(&t.0.join("explicit/cursor-sdk-bridge"));
-        let from_env = exe(&t.0.join("env/cursor-sdk-bridge"));
-        let cache = t.0.join("cache");
+        let t = temp_dir("order");
+        let explicit = exe(&t.path().join("explicit/cursor-sdk-bridge"));
+        let from_env = exe(&t.path().join("env/cursor-sdk-bridge"));
+        let cache = t.path().join("cache");
         let cached = exe(&cache.join(CACHE_RELATIVE_BIN));
-        let path_dir = t.0.join("pathdir");
+        let path_dir = t.path().join("pathdir");
         let on_path = exe(&path_dir.join(BRIDGE_FILE_NAME));
-        let empty = t.0.join("empty");
+        let empty = t.path().join("empty");
 
         let all = env_of(&[
             (ENV_BRIDGE_BIN, &from_env),
@@ -216,10 +203,10 @@ mod tests {
 
     #[test]
     fn nothing_found_lists_every_place_tried() {
-        let t = TempDir::new("none");
-        let cache = t.0.join("cache");
-        let p1 = t.0.join("p1");
-        let p2 = t.0.join("p2");
+        let t = temp_dir("none");
+        let cache = t.path().join("cache");
+        let p1 = t.path().join("p1");
+        let p2 = t.path().join("p2");
         let joined = std::env::join_paths([p1.clone(), p2.clone()]).unwrap();
         let env = env_of(&[(ENV_BRIDGE_CACHE, &cache), ("PATH", Path::new(&joined))]);
         let e = locate_with(None, &env).unwrap_err();
@@ -246,13 +233,13 @@ mod tests {
 
     #[test]
     fn bad_explicit_or_env_path_is_named() {
-        let t = TempDir::new("bad");
-        let missing = t.0.join("nope/cursor-sdk-bridge");
+        let t = temp_dir("bad");
+        let missing = t.path().join("nope/cursor-sdk-bridge");
         let e = locate_with(Some(&missing), &env_of(&[])).unwrap_err();
         assert_eq!(e.kind, ErrorKind::BridgeStartFailed);
         assert!(e.message.contains(&missing.display().to_string()) && e.message.contains("missing"));
 
-        let plain = t.0.join("plain");
+        let plain = t.path().join("plain");
         std::fs::write(&plain, "x").unwrap();
         std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
         let e = locate_with(Some(&plain), &env_of(&[])).unwrap_err();
@@ -261,15 +248,15 @@ mod tests {
         let e = locate_with(None, &env_of(&[(ENV_BRIDGE_BIN, &plain)])).unwrap_err();
         assert!(e.message.contains("$CURSOR_SDK_BRIDGE_BIN") && e.message.contains("not executable"));
 
-        let e = locate_with(Some(&t.0), &env_of(&[])).unwrap_err();
+        let e = locate_with(Some(t.path()), &env_of(&[])).unwrap_err();
         assert!(e.message.contains("a directory"), "{}", e.message);
     }
 
     #[test]
     fn manifest_protocol_is_checked() {
-        let t = TempDir::new("manifest");
-        let bin = exe(&t.0.join("bridge/bin/cursor-sdk-bridge"));
-        let manifest = t.0.join("bridge/manifest.json");
+        let t = temp_dir("manifest");
+        let bin = exe(&t.path().join("bridge/bin/cursor-sdk-bridge"));
+        let manifest = t.path().join("bridge/manifest.json");
         // No manifest: fine.
         assert_eq!(locate_with(Some(&bin), &env_of(&[])).unwrap(), bin);
         std::fs::write(&manifest, r#"{"protocol":"sdk.v1","bridgeVersion":"1.0.0"}"#).unwrap();
@@ -293,7 +280,7 @@ mod tests {
             .message
             .contains("not valid JSON"));
         // The same check applies to a bridge found in the cache.
-        let cache = t.0.join("cache");
+        let cache = t.path().join("cache");
         let cached = exe(&cache.join(CACHE_RELATIVE_BIN));
         std::fs::write(
             cached.parent().unwrap().parent().unwrap().join("manifest.json"),
