@@ -194,6 +194,8 @@ void cursor_string_free(char *s);
 // Creates an agent. `agent_options_json` (may be NULL) is `AgentOptions` in the proto3 JSON
 // mapping plus shorthands: e.g. `{"model":"composer-2","cwd":".","name":"helper"}`; keys
 // camelCase or snake_case; unknown keys are `CURSOR_E_INVALID_ARGUMENT` naming the key path.
+// An `idempotencyKey` member makes a cloud create safe to retry (cloud creates without one
+// get a fresh key; the bridge refuses keys for local agents).
 // Local agents (no `cloud` key) default their cwd to the client's workspace; the client's API
 // key is filled in. On success `*out` owns the agent (`cursor_agent_free`). Blocks for one RPC
 // (and for the bridge's start on first use).

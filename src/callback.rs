@@ -125,6 +125,13 @@ struct Ctx {
     dispatch: Arc<dyn Dispatch>,
 }
 
+/// 16 random bytes as hex: for idempotency keys.
+pub(crate) fn random_id() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// 32 random bytes, base64url: 43 characters.
 fn new_token() -> Result<String> {
     let mut bytes = [0u8; 32];

@@ -644,15 +644,38 @@ impl Client {
 
     /// Creates a local agent with tools of its own (besides the client's), declared in its
     /// `local.custom_tools`. They stay registered until the agent is closed or the client goes.
-    pub fn create_agent_with_tools(&self, mut opts: proto::AgentOptions, tools: Vec<Tool>) -> Result<Agent> {
+    pub fn create_agent_with_tools(&self, opts: proto::AgentOptions, tools: Vec<Tool>) -> Result<Agent> {
+        self.create_agent_full(opts, tools, None)
+    }
+
+    /// Creates an agent with an idempotency key, which makes retrying a cloud create safe (the
+    /// bridge refuses keys for local agents). Cloud creates without a key get a fresh one, so
+    /// the library's own retry on a stale connection can never create two agents.
+    pub fn create_agent_full(
+        &self,
+        mut opts: proto::AgentOptions,
+        tools: Vec<Tool>,
+        idempotency_key: Option<String>,
+    ) -> Result<Agent> {
         self.prepare_agent_options(&mut opts);
         self.declare_tools(&mut opts, &tools)?;
         let cwd = opts.local.as_ref().and_then(|l| l.cwd.first().cloned());
+        let cloud = opts.cloud.is_some();
+        let idempotency_key = match idempotency_key {
+            Some(k) => Some(k),
+            None if cloud => Some(crate::callback::random_id()?),
+            None => None,
+        };
+        let idempotency = if idempotency_key.is_some() {
+            Idempotency::Idempotent
+        } else {
+            Idempotency::NotIdempotent
+        };
         let req = proto::CreateAgentRequest {
             options: Some(opts.clone()),
-            idempotency_key: None,
+            idempotency_key,
         };
-        let r: proto::CreateAgentResponse = self.unary(AGENTS, "CreateAgent", &req, Idempotency::NotIdempotent)?;
+        let r: proto::CreateAgentResponse = self.unary(AGENTS, "CreateAgent", &req, idempotency)?;
         if !tools.is_empty() {
             self.inner.registry.add_agent_tools(&r.agent_id, tools);
         }
@@ -666,8 +689,10 @@ impl Client {
     }
 
     /// Creates an agent from options JSON (proto3 JSON plus shorthands, see [`crate::options`]).
+    /// An `idempotencyKey` member is taken as the request's key.
     pub fn create_agent_json(&self, json: Option<&str>) -> Result<Agent> {
-        self.create_agent(options::agent_options(json)?)
+        let (opts, key) = options::agent_request_options(json)?;
+        self.create_agent_full(opts, Vec::new(), key)
     }
 
     /// Re-attaches to an existing agent, applying `opts` (model, key, tools…).

@@ -55,19 +55,36 @@ pub fn send_options(json: Option<&str>) -> Result<proto::SendOptions> {
 
 /// `SendOptions` plus the request-level `idempotencyKey` (accepted in the same object).
 pub fn send_request_options(json: Option<&str>) -> Result<(proto::SendOptions, Option<String>)> {
+    with_idempotency_key("send options", json, rewrite_send_options)
+}
+
+/// `AgentOptions` plus the request-level `idempotencyKey` (accepted in the same object).
+pub fn agent_request_options(json: Option<&str>) -> Result<(proto::AgentOptions, Option<String>)> {
+    with_idempotency_key("agent options", json, rewrite_agent_options)
+}
+
+fn with_idempotency_key<T: DeserializeOwned>(
+    what: &str,
+    json: Option<&str>,
+    rewrite: fn(&mut Map<String, Value>),
+) -> Result<(T, Option<String>)> {
     let text = json.map(str::trim).filter(|s| !s.is_empty()).unwrap_or("{}");
-    let mut value: Value = serde_json::from_str(text)
-        .map_err(|e| Error::invalid_argument(format!("send options: malformed JSON: {e}")))?;
+    let mut value: Value =
+        serde_json::from_str(text).map_err(|e| Error::invalid_argument(format!("{what}: malformed JSON: {e}")))?;
     let obj = value
         .as_object_mut()
-        .ok_or_else(|| Error::invalid_argument("send options: expected a JSON object"))?;
+        .ok_or_else(|| Error::invalid_argument(format!("{what}: expected a JSON object")))?;
     let key = match obj.remove("idempotencyKey").or_else(|| obj.remove("idempotency_key")) {
         None | Some(Value::Null) => None,
         Some(Value::String(k)) => Some(k),
-        Some(_) => return Err(Error::invalid_argument("send options: idempotencyKey must be a string")),
+        Some(_) => {
+            return Err(Error::invalid_argument(format!(
+                "{what}: idempotencyKey must be a string"
+            )))
+        }
     };
-    rewrite_send_options(obj);
-    Ok((decode("send options", value)?, key))
+    rewrite(obj);
+    Ok((decode(what, value)?, key))
 }
 
 /// `ListAgentsOptions` from JSON.

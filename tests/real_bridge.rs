@@ -251,3 +251,24 @@ fn unknown_client_option_is_rejected_by_name() {
         .unwrap();
     assert!(e.message.contains("bridgeToken"), "{e}");
 }
+
+#[test]
+fn idempotency_keys_on_create() {
+    let sb = Sandbox::new();
+    let client = sb.client();
+    // The bridge refuses keys for local agents: a clear, typed error, not a silent drop.
+    let e = client
+        .create_agent_json(Some(r#"{"model":"composer-2","idempotencyKey":"k1"}"#))
+        .err()
+        .expect("local + key must fail");
+    assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
+    assert!(e.message.contains("Idempotency-Key"), "{e}");
+    // Cloud creates get a key minted for them (and may take one); offline they still succeed.
+    let cloud = r#"{"model":"composer-2","cloud":{"repos":[{"url":"https://github.com/a/b"}]}}"#;
+    let a = client.create_agent_json(Some(cloud)).unwrap();
+    assert!(a.id().starts_with("bc-"), "{}", a.id());
+    let keyed = r#"{"model":"composer-2","idempotencyKey":"same-key","cloud":{"repos":[{"url":"https://github.com/a/b"}]}}"#;
+    client.create_agent_json(Some(keyed)).unwrap();
+    let e = client.create_agent_json(Some(r#"{"idempotencyKey":7}"#)).err().unwrap();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument);
+}

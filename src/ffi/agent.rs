@@ -26,6 +26,8 @@ unsafe fn new_agent(out: *mut *mut cursor_agent, agent: Agent) {
 /// Creates an agent. `agent_options_json` (may be NULL) is `AgentOptions` in the proto3 JSON
 /// mapping plus shorthands: e.g. `{"model":"composer-2","cwd":".","name":"helper"}`; keys
 /// camelCase or snake_case; unknown keys are `CURSOR_E_INVALID_ARGUMENT` naming the key path.
+/// An `idempotencyKey` member makes a cloud create safe to retry (cloud creates without one
+/// get a fresh key; the bridge refuses keys for local agents).
 /// Local agents (no `cloud` key) default their cwd to the client's workspace; the client's API
 /// key is filled in. On success `*out` owns the agent (`cursor_agent_free`). Blocks for one RPC
 /// (and for the bridge's start on first use).
@@ -41,8 +43,8 @@ pub unsafe extern "C" fn cursor_agent_create(
 ) -> cursor_status {
     call(err, || {
         out_ptr(out, "out")?;
-        let opts = options::agent_options(opt_str(agent_options_json, "agent_options_json")?)?;
-        let agent = handle(c, "client")?.client.create_agent(opts)?;
+        let (opts, key) = options::agent_request_options(opt_str(agent_options_json, "agent_options_json")?)?;
+        let agent = handle(c, "client")?.client.create_agent_full(opts, Vec::new(), key)?;
         new_agent(out, agent);
         Ok(cursor_status::CURSOR_OK)
     })
