@@ -60,7 +60,8 @@ impl Event {
     pub fn text(&self) -> Option<String> {
         match (self.kind, self.r#type.as_str()) {
             (EventKind::Message, "assistant") => {
-                let content = self.payload.pointer("/message/content")?.as_array()?;
+                // `get` chains, not `pointer("/message/content")`, which allocates per token.
+                let content = self.payload.get("message")?.get("content")?.as_array()?;
                 let text: String = content
                     .iter()
                     .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
