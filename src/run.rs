@@ -942,14 +942,57 @@ fn add_usage(sum: &mut proto::TokenUsage, u: &Value) {
     sum.total_tokens += total;
 }
 
-/// A protobuf Struct as plain JSON.
+/// A protobuf Struct as plain JSON. The same result as `serde_json::to_value(&s)` (including
+/// `Null` for the whole payload when a number is NaN or infinite, which that call refuses), but
+/// it moves the decoded strings instead of serializing and copying them (a stream hot path).
 fn struct_to_json(s: pbjson_types::Struct) -> Value {
-    serde_json::to_value(&s).unwrap_or(Value::Null)
+    fields_to_json(s.fields).unwrap_or(Value::Null)
+}
+
+fn fields_to_json(fields: std::collections::HashMap<String, pbjson_types::Value>) -> Option<Value> {
+    let mut map = serde_json::Map::new();
+    for (k, v) in fields {
+        map.insert(k, pb_value_to_json(v)?);
+    }
+    Some(Value::Object(map))
+}
+
+fn pb_value_to_json(v: pbjson_types::Value) -> Option<Value> {
+    use pbjson_types::value::Kind;
+    Some(match v.kind {
+        None | Some(Kind::NullValue(_)) => Value::Null,
+        Some(Kind::NumberValue(n)) => Value::Number(serde_json::Number::from_f64(n)?),
+        Some(Kind::StringValue(s)) => Value::String(s),
+        Some(Kind::BoolValue(b)) => Value::Bool(b),
+        Some(Kind::StructValue(s)) => fields_to_json(s.fields)?,
+        Some(Kind::ListValue(l)) => Value::Array(l.values.into_iter().map(pb_value_to_json).collect::<Option<_>>()?),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn struct_to_json_equals_serde_to_value() {
+        let v: pbjson_types::Struct = serde_json::from_value(json!({
+            "type": "assistant", "n": 1.5, "i": 120, "ok": true, "none": null,
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "t0 "}, 3, [false, "x"], {}]},
+            "empty": [], "obj": {"a": {"b": "c"}}
+        }))
+        .unwrap();
+        assert_eq!(struct_to_json(v.clone()), serde_json::to_value(&v).unwrap());
+        let mut nan = v.clone();
+        nan.fields.insert(
+            "bad".into(),
+            pbjson_types::Value {
+                kind: Some(pbjson_types::value::Kind::NumberValue(f64::NAN)),
+            },
+        );
+        assert!(serde_json::to_value(&nan).is_err());
+        assert_eq!(struct_to_json(nan), Value::Null);
+        assert_eq!(struct_to_json(Default::default()), json!({}));
+    }
 
     #[test]
     fn status_normalisation() {

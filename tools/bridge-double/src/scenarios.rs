@@ -433,7 +433,10 @@ fn toolseq(c: &Ctx, n: usize) -> bool {
         return false;
     }
     let Some((url, token)) = c.tool_callback.clone() else {
-        return c.run.push(vec![c.text("toolseq: no tool callback server is configured")]) && c.finish_ok(None);
+        return c
+            .run
+            .push(vec![c.text("toolseq: no tool callback server is configured")])
+            && c.finish_ok(None);
     };
     let mut client = match crate::http::KeepAliveClient::new(&url) {
         Ok(k) => k,
