@@ -7,6 +7,7 @@
  *   bench_sdk stream   <client_options_json> <n>   scenario:long:<n> through cursor_run_next_event
  *   bench_sdk tools    <client_options_json> <n>   scenario:toolseq:<n> against a C tool (cursor_client_add_tool)
  *   bench_sdk idle     <client_options_json>       host RSS with an idle, started client
+ *   bench_sdk first-event <client_options_json> <k> k short runs: send to first event
  */
 #define _GNU_SOURCE
 #include "cursor_sdk.h"
@@ -167,6 +168,37 @@ static int cmd_stream(const char *opts, long n) {
     return 0;
 }
 
+/* k short runs (scenario:long:1) on one agent: ns from cursor_agent_send to the first event. */
+static int cmd_first_event(const char *opts, long k) {
+    cursor_client *c = new_client(opts);
+    CHECK("cursor_client_ping", cursor_client_ping(c, E));
+    cursor_agent *a = new_agent(c);
+    uint64_t *ns = calloc((size_t)k, sizeof *ns);
+    for (long i = -2; i < k; i++) { /* two warm-up runs */
+        cursor_run *r = NULL;
+        uint64_t t0 = now_ns(), first = 0;
+        CHECK("cursor_agent_send", cursor_agent_send(a, "scenario:long:1", NULL, &r, E));
+        for (;;) {
+            cursor_event *ev = NULL;
+            cursor_error *err = NULL;
+            cursor_status st = cursor_run_next_event(r, -1, &ev, &err);
+            if (st == CURSOR_END) break;
+            if (st != CURSOR_OK) die("cursor_run_next_event", st, err);
+            if (!first) first = now_ns();
+            cursor_event_free(ev);
+        }
+        if (i >= 0) ns[i] = first - t0;
+        cursor_run_free(r);
+    }
+    printf("{\"ns\":");
+    print_ns_array(ns, (size_t)k);
+    printf("}\n");
+    free(ns);
+    cursor_agent_free(a);
+    cursor_client_free(c);
+    return 0;
+}
+
 static void bench_tool(void *ud, cursor_tool_call *call) {
     (void)ud;
     cursor_tool_call_complete(call, "{\"ok\":true}", NULL);
@@ -220,6 +252,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "startup")) return cmd_startup(opts);
     if (!strcmp(cmd, "stream")) return cmd_stream(opts, n);
     if (!strcmp(cmd, "tools")) return cmd_tools(opts, n);
+    if (!strcmp(cmd, "first-event")) return cmd_first_event(opts, n);
     if (!strcmp(cmd, "idle")) return cmd_idle(opts);
     fprintf(stderr, "bench_sdk: unknown subcommand %s\n", cmd);
     return 2;

@@ -6,6 +6,7 @@ Every subcommand prints one JSON object on stdout; any failure raises (non-zero 
   py_bench.py startup <bridge> <workspace>     Client.launch_bridge(...) + first ping; host RSS
   py_bench.py stream  <url> <token> <n>        attach, Agent.create, send scenario:long:<n>, iterate
   py_bench.py tools   <url> <token> <n>        attach, agent with a Python CustomTool, scenario:toolseq:<n>
+  py_bench.py first-event <url> <token> <k>    k short runs (scenario:long:1): send() to the first event
 """
 
 import json
@@ -94,6 +95,22 @@ def main():
             "events": events, "assistant": assistant, "total_ns": t1 - t0,
             "first_event_ns": first - t0, "rss_before_kb": rss0, "hwm_kb": proc_kb("VmHWM"),
         }))
+        client.close()
+    elif cmd == "first-event":
+        url, token, k = sys.argv[2], sys.argv[3], int(sys.argv[4])
+        client = Client(base_url=url, auth_token=token)
+        agent = Agent.create(client=client, model="composer-2", api_key="k")
+        out = []
+        for i in range(k + 2):  # two warm-up runs
+            t0 = ns()
+            run = agent.send("scenario:long:1")
+            first = 0
+            for _ in run:
+                if not first:
+                    first = ns()
+            if i >= 2:
+                out.append(first - t0)
+        print(json.dumps({"ns": out}))
         client.close()
     elif cmd == "tools":
         url, token, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
