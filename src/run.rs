@@ -408,7 +408,13 @@ impl Run {
         let mut guard = self.rx.lock();
         let Some(rx) = guard.as_ref() else { return Ok(Next::End) };
         let item = match timeout {
-            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            None => match rx.try_recv() {
+                Ok(item) => Ok(item),
+                Err(_) => {
+                    std::thread::yield_now();
+                    rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                }
+            },
             Some(t) if t.is_zero() => rx.try_recv().map_err(|e| match e {
                 std::sync::mpsc::TryRecvError::Empty => RecvTimeoutError::Timeout,
                 std::sync::mpsc::TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
