@@ -101,6 +101,15 @@ class Bridge:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        # The launcher is `sh` running node: wait until node (same process group) is gone too,
+        # so a bridge still shutting down does not slow the next measurement.
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            try:
+                os.killpg(self.proc.pid, 0)
+            except (ProcessLookupError, PermissionError):
+                break
+            time.sleep(0.01)
 
 
 def run_json(argv, env=None, timeout=900):
@@ -189,15 +198,19 @@ def main():
         st = {"bare": [], "bare_ping": [], "ours": [], "ours_ready": [], "python": [], "python_ready": []}
         rss = {"ours": [], "python": []}
         launch = json.dumps({"bridgePath": a.bridge, "workspace": work, "bridgeEnv": {"HOME": home}})
+        settle = 0.2 if q else 0.7  # lets the previous bridge's exit finish before the next launch
         for _ in range(reps_start):
+            time.sleep(settle)
             b = Bridge([a.bridge, "--workspace", work], env)
             st["bare"].append(b.ready_ns)
             st["bare_ping"].append(b.first_ping_ns())
             b.stop()
+            time.sleep(settle)
             o = run_json([bench_sdk, "startup", launch], env)
             st["ours"].append(o["startup_ns"])
             st["ours_ready"].append(o["ready_ns"])
             rss["ours"].append(o["rss_kb"])
+            time.sleep(settle)
             p = run_json(py + ["startup", a.bridge, work], env)
             st["python"].append(p["startup_ns"])
             st["python_ready"].append(p["launch_ns"])
@@ -214,6 +227,10 @@ def main():
             "ratio_ours_vs_bare": ratio(med(st["ours"]), med(st["bare"])),
             "speedup_vs_python": ratio(med(st["python"]), med(st["ours"])),
             "ours_minus_bare_first_ping_ms": ms(med(st["ours"]) - med(st["bare_ping"])),
+            # Each repetition runs bare, ours, python back to back: paired differences cancel slow load drift.
+            "paired_ours_minus_bare_median_ms": ms(med([o - b for o, b in zip(st["ours"], st["bare"])])),
+            "paired_ours_ready_minus_bare_ready_median_ms": ms(med([o - b for o, b in zip(st["ours_ready"], st["bare"])])),
+            "paired_python_minus_bare_median_ms": ms(med([p - b for p, b in zip(st["python"], st["bare"])])),
             "targets": "ours within 30 ms of the bare bridge's spawn-to-ready",
             "note": "ours: cursor_client_new+start+ping (ready = after cursor_client_start); bare: Popen to "
                     "ready line (and to a first raw Ping on a new socket); python: launch_bridge + ping",
@@ -364,6 +381,9 @@ def print_table(M):
                  f"bare+ping {f(s['bare_bridge']['first_raw_ping_median_ms'])}",
                  f"py launch {f(s['python_sdk']['launch_bridge_median_ms'])}",
                  f"+{f(s['ours_minus_bare_first_ping_ms'])} ms vs bare+ping", ""))
+    rows.append(("  paired diff vs bare (ms)", f"+{f(s['paired_ours_minus_bare_median_ms'])}",
+                 f"ready +{f(s['paired_ours_ready_minus_bare_ready_median_ms'])}",
+                 f"py +{f(s['paired_python_minus_bare_median_ms'])}", "median of per-repetition differences", ""))
     t = M["stream"]
     rows.append(("Stream (events/s), double", f(t["ours"]["median_events_per_s"]), f"raw {f(t['raw_reader']['median_events_per_s'])}",
                  f"py {f(t['python_sdk']['median_events_per_s'])}",
