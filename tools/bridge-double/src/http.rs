@@ -256,18 +256,14 @@ impl KeepAliveClient {
         .into_bytes();
         push_chunk(&mut req, body);
         req.extend_from_slice(LAST_CHUNK);
-        let mut r = match self.conn.take() {
-            Some(r) => r,
-            None => {
-                let s = TcpStream::connect(&self.url.host_port)?;
-                s.set_nodelay(true)?;
-                s.set_read_timeout(Some(Duration::from_secs(120)))?;
-                self.connects += 1;
-                BufReader::new(s)
-            }
+        // A reused connection the host closed meanwhile fails at once: retry once on a new one.
+        let (r, resp) = match self.conn.take() {
+            Some(mut r) => match Self::exchange(&mut r, &req) {
+                Ok(resp) => (r, resp),
+                Err(_) => self.fresh(&req)?,
+            },
+            None => self.fresh(&req)?,
         };
-        r.get_mut().write_all(&req)?;
-        let resp = read_response(&mut r)?;
         let close = resp
             .headers
             .iter()
@@ -277,6 +273,21 @@ impl KeepAliveClient {
             self.conn = Some(r);
         }
         Ok(resp)
+    }
+
+    fn fresh(&mut self, req: &[u8]) -> io::Result<(BufReader<TcpStream>, ClientResponse)> {
+        let s = TcpStream::connect(&self.url.host_port)?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(Duration::from_secs(120)))?;
+        self.connects += 1;
+        let mut r = BufReader::new(s);
+        let resp = Self::exchange(&mut r, req)?;
+        Ok((r, resp))
+    }
+
+    fn exchange(r: &mut BufReader<TcpStream>, req: &[u8]) -> io::Result<ClientResponse> {
+        r.get_mut().write_all(req)?;
+        read_response(r)
     }
 }
 
