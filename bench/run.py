@@ -44,8 +44,12 @@ class Bridge:
 
     def __init__(self, argv, env, timeout=60):
         self.t0 = time.perf_counter_ns()
+        # Own process group (for killpg) but the driver's session: with sched_autogroup (on by
+        # default), a bridge in another session is scheduled as a separate group, which halved
+        # the measured stream throughput of every two-thread reader. Bridges that SDKs launch
+        # share the host's session too.
         self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, start_new_session=True)
+                                     stderr=subprocess.PIPE, process_group=0)
         self.tail = []
         deadline = time.time() + timeout
         ready = None
