@@ -20,6 +20,8 @@ import tempfile
 import threading
 import time
 
+# Popen's process_group needs Python 3.11; setpgrp in the child is the same thing before that.
+NEW_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -49,7 +51,7 @@ class Bridge:
         # the measured stream throughput of every two-thread reader. Bridges that SDKs launch
         # share the host's session too.
         self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, process_group=0)
+                                     stderr=subprocess.PIPE, **NEW_GROUP)
         self.tail = []
         deadline = time.time() + timeout
         ready = None
