@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CURSOR_SDK_BRIDGE_CACHE ?= $(CURDIR)/.cache/bridge
 
-.PHONY: all build test lint demo fetch-bridge header clean \
+.PHONY: all build test lint demo fetch-bridge header clean bench \
 	c-tools c-build c-test c-sanitize c-valgrind c-all install consumer-test
 
 PREFIX ?= /usr/local
@@ -17,10 +17,12 @@ fetch-bridge:
 	@./scripts/fetch-bridge.sh
 
 ## Every test of the project: formatting, lints, unit and integration tests (real bridge + double),
-## then the C suites (plain, ASan+UBSan, valgrind) and the install/consumer test.
+## then the C suites (plain, ASan+UBSan, valgrind), the install/consumer test, and a quick
+## benchmark run (which never fails on a number, only on a crash).
 test: fetch-bridge lint
 	$(CARGO) test --workspace --all-targets
 	$(MAKE) --no-print-directory c-all
+	$(MAKE) --no-print-directory bench QUICK=1
 
 ## --- C ---------------------------------------------------------------------------------------
 ## Installs what the C suites need when missing (cmake, valgrind, pkg-config, gcc/g++; apt, as root).
@@ -68,6 +70,25 @@ header:
 	$(CARGO) build --lib
 	@cp "$$(ls -t target/debug/build/cursor-sdk-*/out/cursor_sdk.h | head -1)" include/cursor_sdk.h
 	@echo "include/cursor_sdk.h updated"
+
+## Benchmarks (release build) vs the raw-socket floor and the official Python SDK; see BENCHMARKS.md.
+## Prints a table plus JSON (also in target/bench/results.json). QUICK=1: a small, fast version.
+BENCH_VENV ?= $(CURDIR)/.cache/bench-venv
+BENCH_BIN := $(CURDIR)/target/bench
+CC ?= cc
+bench: fetch-bridge
+	$(CARGO) build --release -p cursor-sdk -p cursor-sdk-bridge-double
+	@mkdir -p $(BENCH_BIN)/lib
+	@ln -sf $(CURDIR)/target/release/libcursor_sdk.so $(BENCH_BIN)/lib/libcursor_sdk.so.0
+	$(CC) -O2 -Wall -Wextra -Iinclude bench/bench_sdk.c -L$(CURDIR)/target/release -lcursor_sdk \
+		-Wl,-rpath,$(BENCH_BIN)/lib -o $(BENCH_BIN)/bench_sdk
+	$(CC) -O2 -Wall -Wextra bench/raw_client.c -o $(BENCH_BIN)/raw_client
+	@test -f $(BENCH_VENV)/.cursor-sdk-1.1.0 || { python3 -m venv $(BENCH_VENV) && \
+		$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check \
+			--find-links $(CURSOR_SDK_BRIDGE_CACHE)/wheels cursor-sdk==1.1.0 && \
+		touch $(BENCH_VENV)/.cursor-sdk-1.1.0; }
+	python3 bench/run.py $(if $(QUICK),--quick) \
+		--bridge $(CURSOR_SDK_BRIDGE_CACHE)/cursor-sdk-1.1.0/bridge/bin/cursor-sdk-bridge
 
 clean:
 	$(CARGO) clean

@@ -60,7 +60,8 @@ impl Event {
     pub fn text(&self) -> Option<String> {
         match (self.kind, self.r#type.as_str()) {
             (EventKind::Message, "assistant") => {
-                let content = self.payload.pointer("/message/content")?.as_array()?;
+                // `get` chains, not `pointer("/message/content")`, which allocates per token.
+                let content = self.payload.get("message")?.get("content")?.as_array()?;
                 let text: String = content
                     .iter()
                     .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
@@ -407,7 +408,13 @@ impl Run {
         let mut guard = self.rx.lock();
         let Some(rx) = guard.as_ref() else { return Ok(Next::End) };
         let item = match timeout {
-            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            None => match rx.try_recv() {
+                Ok(item) => Ok(item),
+                Err(_) => {
+                    std::thread::yield_now();
+                    rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                }
+            },
             Some(t) if t.is_zero() => rx.try_recv().map_err(|e| match e {
                 std::sync::mpsc::TryRecvError::Empty => RecvTimeoutError::Timeout,
                 std::sync::mpsc::TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
@@ -941,14 +948,57 @@ fn add_usage(sum: &mut proto::TokenUsage, u: &Value) {
     sum.total_tokens += total;
 }
 
-/// A protobuf Struct as plain JSON.
+/// A protobuf Struct as plain JSON. The same result as `serde_json::to_value(&s)` (including
+/// `Null` for the whole payload when a number is NaN or infinite, which that call refuses), but
+/// it moves the decoded strings instead of serializing and copying them (a stream hot path).
 fn struct_to_json(s: pbjson_types::Struct) -> Value {
-    serde_json::to_value(&s).unwrap_or(Value::Null)
+    fields_to_json(s.fields).unwrap_or(Value::Null)
+}
+
+fn fields_to_json(fields: std::collections::HashMap<String, pbjson_types::Value>) -> Option<Value> {
+    let mut map = serde_json::Map::new();
+    for (k, v) in fields {
+        map.insert(k, pb_value_to_json(v)?);
+    }
+    Some(Value::Object(map))
+}
+
+fn pb_value_to_json(v: pbjson_types::Value) -> Option<Value> {
+    use pbjson_types::value::Kind;
+    Some(match v.kind {
+        None | Some(Kind::NullValue(_)) => Value::Null,
+        Some(Kind::NumberValue(n)) => Value::Number(serde_json::Number::from_f64(n)?),
+        Some(Kind::StringValue(s)) => Value::String(s),
+        Some(Kind::BoolValue(b)) => Value::Bool(b),
+        Some(Kind::StructValue(s)) => fields_to_json(s.fields)?,
+        Some(Kind::ListValue(l)) => Value::Array(l.values.into_iter().map(pb_value_to_json).collect::<Option<_>>()?),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn struct_to_json_equals_serde_to_value() {
+        let v: pbjson_types::Struct = serde_json::from_value(json!({
+            "type": "assistant", "n": 1.5, "i": 120, "ok": true, "none": null,
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "t0 "}, 3, [false, "x"], {}]},
+            "empty": [], "obj": {"a": {"b": "c"}}
+        }))
+        .unwrap();
+        assert_eq!(struct_to_json(v.clone()), serde_json::to_value(&v).unwrap());
+        let mut nan = v.clone();
+        nan.fields.insert(
+            "bad".into(),
+            pbjson_types::Value {
+                kind: Some(pbjson_types::value::Kind::NumberValue(f64::NAN)),
+            },
+        );
+        assert!(serde_json::to_value(&nan).is_err());
+        assert_eq!(struct_to_json(nan), Value::Null);
+        assert_eq!(struct_to_json(Default::default()), json!({}));
+    }
 
     #[test]
     fn status_normalisation() {

@@ -64,12 +64,15 @@ pub struct cursor_event {
 
 impl cursor_event {
     fn new(e: Event) -> cursor_event {
+        // `serde_json::to_string`, not `Value::to_string` (Display): it writes straight into a
+        // pre-sized buffer instead of going through `fmt::Write` with repeated regrowth.
+        let text = e.text().map(c_string);
         cursor_event {
             kind: e.kind,
-            r#type: c_string(e.r#type.clone()),
-            json: c_string(e.payload.to_string()),
-            text: e.text().map(c_string),
-            offset: e.offset.clone().map(c_string),
+            json: c_string(serde_json::to_string(&e.payload).unwrap_or_default()),
+            r#type: c_string(e.r#type),
+            text,
+            offset: e.offset.map(c_string),
         }
     }
 }

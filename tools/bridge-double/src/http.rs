@@ -211,6 +211,8 @@ pub struct ClientResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// The response line said HTTP/1.0 (no keep-alive by default).
+    pub http10: bool,
 }
 
 /// POSTs a JSON body the way connect-es does in the real bridge: chunked, one chunk, no Content-Length.
@@ -224,6 +226,69 @@ pub fn post_connect_json(url: &str, path: &str, token: &str, body: &[u8]) -> io:
     push_chunk(&mut req, body);
     req.extend_from_slice(LAST_CHUNK);
     send_raw(&u.host_port, &req)
+}
+
+/// A kept-alive callback client (the `toolseq` scenario): one connection reused while the server
+/// keeps it open (`HTTP/1.1` without `Connection: close`); otherwise a new connection per call,
+/// which is what a client that honours `Connection: close` / HTTP/1.0 would do too.
+pub struct KeepAliveClient {
+    url: Url,
+    conn: Option<BufReader<TcpStream>>,
+    /// How many TCP connections were opened.
+    pub connects: usize,
+}
+
+impl KeepAliveClient {
+    pub fn new(url: &str) -> io::Result<Self> {
+        Ok(Self {
+            url: parse_url(url).map_err(io::Error::other)?,
+            conn: None,
+            connects: 0,
+        })
+    }
+
+    /// POSTs a JSON body (chunked, like `post_connect_json`) and reads the response.
+    pub fn post_json(&mut self, path: &str, token: &str, body: &[u8]) -> io::Result<ClientResponse> {
+        let mut req = format!(
+            "POST {}{path} HTTP/1.1\r\naccept-encoding: identity\r\nauthorization: Bearer {token}\r\nconnect-protocol-version: 1\r\ncontent-type: application/json\r\nuser-agent: cursor-sdk-bridge-double\r\nHost: {}\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n",
+            self.url.prefix, self.url.host_port
+        )
+        .into_bytes();
+        push_chunk(&mut req, body);
+        req.extend_from_slice(LAST_CHUNK);
+        // A reused connection the host closed meanwhile fails at once: retry once on a new one.
+        let (r, resp) = match self.conn.take() {
+            Some(mut r) => match Self::exchange(&mut r, &req) {
+                Ok(resp) => (r, resp),
+                Err(_) => self.fresh(&req)?,
+            },
+            None => self.fresh(&req)?,
+        };
+        let close = resp
+            .headers
+            .iter()
+            .any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"))
+            || resp.http10;
+        if !close {
+            self.conn = Some(r);
+        }
+        Ok(resp)
+    }
+
+    fn fresh(&mut self, req: &[u8]) -> io::Result<(BufReader<TcpStream>, ClientResponse)> {
+        let s = TcpStream::connect(&self.url.host_port)?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(Duration::from_secs(120)))?;
+        self.connects += 1;
+        let mut r = BufReader::new(s);
+        let resp = Self::exchange(&mut r, req)?;
+        Ok((r, resp))
+    }
+
+    fn exchange(r: &mut BufReader<TcpStream>, req: &[u8]) -> io::Result<ClientResponse> {
+        r.get_mut().write_all(req)?;
+        read_response(r)
+    }
 }
 
 /// Writes raw request bytes to `host_port` and reads one response.
@@ -256,6 +321,7 @@ pub fn read_response<R: Read>(r: &mut BufReader<R>) -> io::Result<ClientResponse
     let mut resp = httparse::Response::new(&mut hdrs);
     resp.parse(&head).map_err(io::Error::other)?;
     let status = resp.code.unwrap_or(0);
+    let http10 = resp.version == Some(0);
     let headers: Vec<(String, String)> = resp
         .headers
         .iter()
@@ -276,5 +342,10 @@ pub fn read_response<R: Read>(r: &mut BufReader<R>) -> io::Result<ClientResponse
     } else {
         r.read_to_end(&mut body)?;
     }
-    Ok(ClientResponse { status, headers, body })
+    Ok(ClientResponse {
+        status,
+        headers,
+        body,
+        http10,
+    })
 }

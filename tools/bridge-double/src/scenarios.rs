@@ -156,6 +156,7 @@ pub fn run(ctx: Ctx) {
         "keepalive" => keepalive(&ctx),
         "tool" => tools(&ctx, 1, ctx.arg.clone()),
         "tools" => tools(&ctx, ctx.arg_u64(2).max(1) as usize, None),
+        "toolseq" => toolseq(&ctx, ctx.arg_u64(100).max(1) as usize),
         "drop" | "die" => normal(&ctx, 20),
         _ => normal(&ctx, 0),
     };
@@ -419,4 +420,40 @@ fn tools(c: &Ctx, n: usize, name: Option<String>) -> bool {
     done.push(c.delta("text-delta", json!({"text": text})));
     done.push(c.text(&text));
     c.run.push(done) && c.finish_ok(None)
+}
+
+/// `toolseq:<n>` (benchmarks): n sequential `CallCustomTool` calls of the agent's first custom tool
+/// (else `echo`) over one kept-alive connection (re-opened whenever the host closes it), each
+/// timed from writing the request to reading the whole response. No tool_call events; one
+/// `assistant` message carries `toolseq {"ok":k,"errors":e,"connects":c,"ns":[…]}`.
+fn toolseq(c: &Ctx, n: usize) -> bool {
+    let name = c.custom_tools.first().cloned().unwrap_or_else(|| "echo".into());
+    let (a, _) = c.ids();
+    if !c.run.push(vec![c.system(), c.status("RUNNING", None)]) {
+        return false;
+    }
+    let Some((url, token)) = c.tool_callback.clone() else {
+        return c
+            .run
+            .push(vec![c.text("toolseq: no tool callback server is configured")])
+            && c.finish_ok(None);
+    };
+    let mut client = match crate::http::KeepAliveClient::new(&url) {
+        Ok(k) => k,
+        Err(e) => return c.run.push(vec![c.text(&format!("toolseq: {e}"))]) && c.finish_ok(None),
+    };
+    let (mut ok, mut errors, mut ns) = (0usize, 0usize, Vec::with_capacity(n));
+    for i in 1..=n {
+        let body = serde_json::to_vec(&json!({"toolName": name, "args": {"input": "ping", "i": i}, "toolCallId": format!("call-double-{i}"), "agentId": a}))
+            .expect("json");
+        let t = Instant::now();
+        let res = client.post_json("/sdk.v1.SdkCustomToolCallbackService/CallCustomTool", &token, &body);
+        ns.push(t.elapsed().as_nanos() as u64);
+        match res {
+            Ok(r) if r.status == 200 => ok += 1,
+            _ => errors += 1,
+        }
+    }
+    let report = json!({"ok": ok, "errors": errors, "connects": client.connects, "ns": ns});
+    c.run.push(vec![c.text(&format!("toolseq {report}"))]) && c.finish_ok(None)
 }

@@ -140,6 +140,49 @@ fn custom_tools_through_the_callback() {
     assert_eq!((st, v["code"].as_str()), (400, Some("failed_precondition")));
 }
 
+#[test]
+fn toolseq_times_sequential_calls() {
+    // This host closes every connection after one answer without saying so: the double's
+    // keep-alive client must notice and re-open (one connection per call).
+    let (url, log) = server(|_, v| (200, json!({"result": {"i": v["args"]["i"]}})));
+    let b = Bridge::double(
+        &["--tool-callback-url", &url, "--tool-callback-auth-token", "cb-token"],
+        &[],
+    );
+    let id = b.create_agent(json!({"model": {"id": "composer-2"},
+        "local": {"customTools": {"bench": {"description": "Bench", "inputSchema": {"type": "object"}}}}}));
+    let (sh, fr) = b.stream_shapes(
+        "SdkAgentService/Send",
+        "json",
+        json!({"agentId": id, "message": {"text": "scenario:toolseq:5"}}),
+    );
+    assert_eq!(
+        sh,
+        [
+            "system@1",
+            "status:RUNNING@2",
+            "assistant@3",
+            "usage@4",
+            "status:FINISHED@5",
+            "result:FINISHED@6",
+            "done@7",
+            "end"
+        ]
+    );
+    let text = frame_json("json", 0, &fr[2].1)["sdkMessage"]["message"]["message"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let report: Value = serde_json::from_str(text.strip_prefix("toolseq ").unwrap()).unwrap();
+    assert_eq!((report["ok"].as_u64(), report["errors"].as_u64()), (Some(5), Some(0)));
+    assert_eq!(report["ns"].as_array().unwrap().len(), 5);
+    assert_eq!(report["connects"].as_u64(), Some(5));
+    let calls = log.lock().unwrap().clone();
+    let is: Vec<_> = calls.iter().map(|(_, v)| v["args"]["i"].as_u64().unwrap()).collect();
+    assert_eq!(is, [1, 2, 3, 4, 5], "sequential, in order");
+    assert!(calls.iter().all(|(_, v)| v["toolName"] == "bench"));
+}
+
 fn store_reply(_: &str, v: &Value) -> (u16, Value) {
     // a stateless host store: get finds nothing, list returns one canned record for the requested cwd
     match (v["substore"].as_str().unwrap(), v["method"].as_str().unwrap()) {
