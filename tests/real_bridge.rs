@@ -267,7 +267,8 @@ fn idempotency_keys_on_create() {
     let cloud = r#"{"model":"composer-2","cloud":{"repos":[{"url":"https://github.com/a/b"}]}}"#;
     let a = client.create_agent_json(Some(cloud)).unwrap();
     assert!(a.id().starts_with("bc-"), "{}", a.id());
-    let keyed = r#"{"model":"composer-2","idempotencyKey":"same-key","cloud":{"repos":[{"url":"https://github.com/a/b"}]}}"#;
+    let keyed =
+        r#"{"model":"composer-2","idempotencyKey":"same-key","cloud":{"repos":[{"url":"https://github.com/a/b"}]}}"#;
     client.create_agent_json(Some(keyed)).unwrap();
     let e = client.create_agent_json(Some(r#"{"idempotencyKey":7}"#)).err().unwrap();
     assert_eq!(e.kind, ErrorKind::InvalidArgument);
