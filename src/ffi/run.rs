@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::Duration;
 
@@ -57,23 +57,32 @@ pub type cursor_event_fn =
 pub struct cursor_event {
     kind: EventKind,
     r#type: CString,
-    json: CString,
+    payload: serde_json::Value,
+    /// The payload's JSON text, made on the first `cursor_event_json` (many consumers only
+    /// read the type and the text).
+    json: OnceLock<CString>,
     text: Option<CString>,
     offset: Option<CString>,
 }
 
 impl cursor_event {
     fn new(e: Event) -> cursor_event {
-        // `serde_json::to_string`, not `Value::to_string` (Display): it writes straight into a
-        // pre-sized buffer instead of going through `fmt::Write` with repeated regrowth.
         let text = e.text().map(c_string);
         cursor_event {
             kind: e.kind,
-            json: c_string(serde_json::to_string(&e.payload).unwrap_or_default()),
             r#type: c_string(e.r#type),
+            payload: e.payload,
+            json: OnceLock::new(),
             text,
             offset: e.offset.map(c_string),
         }
+    }
+
+    fn json(&self) -> &CString {
+        // `serde_json::to_string`, not `Value::to_string` (Display): it writes straight into a
+        // pre-sized buffer instead of going through `fmt::Write` with repeated regrowth.
+        self.json
+            .get_or_init(|| c_string(serde_json::to_string(&self.payload).unwrap_or_default()))
     }
 }
 
@@ -452,7 +461,7 @@ pub extern "C" fn cursor_event_type(e: *const cursor_event) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn cursor_event_json(e: *const cursor_event) -> *const c_char {
     quiet(std::ptr::null(), || {
-        handle(e, "event").map_or(std::ptr::null(), |e| e.json.as_ptr())
+        handle(e, "event").map_or(std::ptr::null(), |e| e.json().as_ptr())
     })
 }
 

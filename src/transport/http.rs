@@ -30,6 +30,9 @@ pub struct Socket {
     stream: TcpStream,
     deadline: Option<Instant>,
     idle_timeout: Option<Duration>,
+    /// The read timeout last set on the socket, so a stream's reads (a fixed idle timeout)
+    /// cost one syscall each, not two.
+    applied_read: Option<Option<Duration>>,
 }
 
 impl Socket {
@@ -60,7 +63,10 @@ impl Socket {
 impl Read for Socket {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let t = self.timeout()?;
-        self.stream.set_read_timeout(t)?;
+        if self.applied_read != Some(t) {
+            self.stream.set_read_timeout(t)?;
+            self.applied_read = Some(t);
+        }
         self.stream.read(buf)
     }
 }
@@ -98,6 +104,7 @@ impl Conn {
                     stream,
                     deadline: None,
                     idle_timeout: None,
+                    applied_read: None,
                 },
             ),
             reused: false,
