@@ -59,6 +59,8 @@ impl Bridge {
         let ws = tempdir::TempDir::new("ws");
         let mut cmd = Command::new(bin);
         cmd.arg("--workspace").arg(&ws.0).args(args).current_dir(&ws.0);
+        // The real bridge keeps its stores under ~/.cursor: keep them in the test's own dir.
+        cmd.env("HOME", &ws.0);
         for (k, v) in env {
             cmd.env(k, v);
         }
