@@ -15,6 +15,7 @@ pub mod message;
 pub mod options;
 pub mod proto;
 pub mod run;
+mod struct_json;
 pub mod tools;
 pub mod transport;
 

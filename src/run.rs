@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use crate::client::{Client, AGENTS};
 use crate::error::{Error, ErrorKind, Result};
 use crate::proto::{self, run_stream_message::Envelope};
+use crate::struct_json::SdkFrame;
 use crate::transport::http::Aborter;
 use crate::transport::{FrameStream, Idempotency};
 
@@ -328,7 +329,7 @@ impl Run {
         };
         let first = read_one(&mut stream).map_err(|e| client.explain_stream_failure(e))?;
         let keep_going = match first {
-            Some(msg) => reader.handle(msg),
+            Some(frame) => reader.handle_frame(frame),
             None => {
                 reader.done = true;
                 false
@@ -582,8 +583,24 @@ impl Drop for Run {
     }
 }
 
-fn read_one(stream: &mut FrameStream) -> Result<Option<proto::RunStreamMessage>> {
-    stream.next_message::<proto::RunStreamMessage>()
+/// One frame of a run stream: an `sdk_message` decoded on the fast path, or any other envelope.
+enum Frame {
+    Sdk(SdkFrame),
+    /// Boxed: the other envelopes are the rare ones.
+    Full(Box<proto::RunStreamMessage>),
+}
+
+fn read_one(stream: &mut FrameStream) -> Result<Option<Frame>> {
+    let Some(bytes) = stream.next_payload()? else {
+        return Ok(None);
+    };
+    let undecodable = |e: String| Error::protocol(format!("undecodable stream frame: {e}"));
+    match crate::struct_json::sdk_frame(&bytes) {
+        Some(frame) => frame.map(|f| Some(Frame::Sdk(f))).map_err(undecodable),
+        None => <proto::RunStreamMessage as prost::Message>::decode(bytes.as_slice())
+            .map(|m| Some(Frame::Full(Box::new(m))))
+            .map_err(|e| undecodable(e.to_string())),
+    }
 }
 
 impl Client {
@@ -622,8 +639,8 @@ impl Reader {
                 return;
             }
             match read_one(&mut stream) {
-                Ok(Some(msg)) => {
-                    if !self.handle(msg) {
+                Ok(Some(frame)) => {
+                    if !self.handle_frame(frame) {
                         return;
                     }
                 }
@@ -660,6 +677,33 @@ impl Reader {
     }
 
     /// Processes one frame; false when the stream is complete or nobody listens any more.
+    fn handle_frame(&mut self, frame: Frame) -> bool {
+        match frame {
+            Frame::Sdk(f) => self.handle_sdk(f),
+            Frame::Full(m) => self.handle(*m),
+        }
+    }
+
+    /// An `sdk_message`: skipped while replaying what was already delivered, else delivered.
+    fn handle_sdk(&mut self, f: SdkFrame) -> bool {
+        if self.skip_request && f.r#type == "request" {
+            self.skip_request = false;
+            return true;
+        }
+        if self.skip_messages > 0 {
+            self.skip_messages -= 1;
+            return true;
+        }
+        let event = Event {
+            kind: EventKind::Message,
+            r#type: f.r#type,
+            payload: f.payload,
+            offset: f.offset,
+        };
+        self.account(&event);
+        self.deliver(Item::Event(event))
+    }
+
     fn handle(&mut self, msg: proto::RunStreamMessage) -> bool {
         if self.recovering && self.skip_request && !self.refilled && matches!(msg.envelope, Some(Envelope::Result(_))) {
             self.held_result = Some(msg);
@@ -678,20 +722,11 @@ impl Reader {
             }
             Some(Envelope::SdkMessage(m)) => {
                 let payload = m.message.map(struct_to_json).unwrap_or(Value::Null);
-                if self.skip_request && m.r#type == "request" {
-                    self.skip_request = false;
-                    return true;
-                }
-                if self.skip_messages > 0 {
-                    self.skip_messages -= 1;
-                    return true;
-                }
-                Event {
-                    kind: EventKind::Message,
+                return self.handle_sdk(SdkFrame {
                     r#type: m.r#type,
                     payload,
                     offset,
-                }
+                });
             }
             Some(Envelope::InteractionUpdate(u)) => Event {
                 kind: EventKind::Delta,
@@ -951,7 +986,7 @@ fn add_usage(sum: &mut proto::TokenUsage, u: &Value) {
 /// A protobuf Struct as plain JSON. The same result as `serde_json::to_value(&s)` (including
 /// `Null` for the whole payload when a number is NaN or infinite, which that call refuses), but
 /// it moves the decoded strings instead of serializing and copying them (a stream hot path).
-fn struct_to_json(s: pbjson_types::Struct) -> Value {
+pub(crate) fn struct_to_json(s: pbjson_types::Struct) -> Value {
     fields_to_json(s.fields).unwrap_or(Value::Null)
 }
 
