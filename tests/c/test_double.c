@@ -787,10 +787,11 @@ TEST(timeout_zero_never_blocks) {
     fixture f;
     CHECK(fx_open(&f, double_bin(), ""));
     cursor_run *r = NULL;
-    CHECK_OK(cursor_agent_send(f.agent, "scenario:slow:100", NULL, &r, ERR));
+    /* One chunk a second: a call that blocked would take ~1 s, far above scheduling noise. */
+    CHECK_OK(cursor_agent_send(f.agent, "scenario:slow:1000", NULL, &r, ERR));
     double worst = 0, start = h_now_ms();
     int events = 0, timeouts = 0;
-    while (h_now_ms() - start < 700) {
+    while (h_now_ms() - start < 1500) {
         cursor_event *ev = NULL;
         double s = h_now_ms();
         int st = cursor_run_next_event(r, 0, &ev, NULL);
@@ -806,9 +807,9 @@ TEST(timeout_zero_never_blocks) {
         h_sleep_ms(1);
     }
     printf("  timeout 0: %d events, %d timeouts, worst call %.3f ms\n", events, timeouts, worst);
-    CHECK(events >= 3);
+    CHECK(events >= 2);
     CHECK(timeouts > 50);
-    CHECKF(worst < 10.0 * h_scale(), "cursor_run_next_event(r, 0) took %.3f ms", worst);
+    CHECKF(worst < 250.0 * h_scale(), "cursor_run_next_event(r, 0) took %.3f ms", worst);
     /* a short timeout returns on time */
     double s = h_now_ms();
     cursor_event *ev = NULL;
