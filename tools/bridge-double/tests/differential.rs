@@ -170,6 +170,9 @@ fn double_matches_real_bridge_shapes() {
     }
 
     // the offline failing turn: real (≈16 s) vs the double's `offline` scenario, JSON then compare shapes + key sets
+    // The real turn ends after the SDK's retries, 14-17 s in, so its keepalive (sent after 15 s
+    // of silence) may or may not come: sequences are compared without keepalives, and the
+    // keepalive frames themselves when the real bridge sent one.
     let turn = |b: &Bridge, text: &str| {
         let id = b.create_agent(json!({"model": {"id": "composer-2"}}));
         let (sh, fr) = b.stream_shapes(
@@ -177,6 +180,13 @@ fn double_matches_real_bridge_shapes() {
             "json",
             json!({"agentId": id, "message": {"text": text}}),
         );
+        let (keepalives, fr): (Vec<_>, Vec<_>) = fr
+            .into_iter()
+            .zip(sh.iter())
+            .partition(|(_, shape)| shape.as_str() == "keepalive");
+        let keepalives: Vec<(u8, Vec<u8>)> = keepalives.into_iter().map(|(f, _)| f).collect();
+        let fr: Vec<(u8, Vec<u8>)> = fr.into_iter().map(|(f, _)| f).collect();
+        let sh: Vec<String> = sh.into_iter().filter(|s| s != "keepalive").collect();
         let ks: Vec<(BTreeSet<String>, BTreeSet<String>)> = fr
             .iter()
             .map(|(f, p)| {
@@ -190,10 +200,20 @@ fn double_matches_real_bridge_shapes() {
             .map(|(f, p)| frame_json("json", *f, p))
             .find(|v| v.get("result").is_some())
             .unwrap();
-        (sh, ks, keys(&result["result"]), keys(&result["result"]["result"]))
+        (
+            sh,
+            ks,
+            keys(&result["result"]),
+            keys(&result["result"]["result"]),
+            keepalives,
+        )
     };
-    let (rs, rk, rr, rrr) = turn(&real, "Say hi");
-    let (ds, dk, dr, drr) = turn(&dbl, "scenario:offline");
+    let (rs, rk, rr, rrr, rka) = turn(&real, "Say hi");
+    let (ds, dk, dr, drr, dka) = turn(&dbl, "scenario:offline");
+    assert_eq!(dka.len(), 1, "the double's offline turn has its keepalive");
+    if let Some(real_keepalive) = rka.first() {
+        assert_eq!(real_keepalive, &dka[0], "keepalive framing");
+    }
     assert_eq!(rs, ds);
     assert_eq!(rk, dk);
     assert_eq!(rr, dr);
