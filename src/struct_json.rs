@@ -196,6 +196,15 @@ mod tests {
         .encode_to_vec()
     }
 
+    fn as_doubles(v: Value) -> Value {
+        match v {
+            Value::Number(n) => Number::from_f64(n.as_f64().unwrap()).map_or(Value::Null, Value::Number),
+            Value::Array(a) => Value::Array(a.into_iter().map(as_doubles).collect()),
+            Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, as_doubles(v))).collect()),
+            other => other,
+        }
+    }
+
     #[test]
     fn equals_the_generated_decoder() {
         let samples = [
@@ -218,8 +227,8 @@ mod tests {
                     crate::run::struct_to_json(m.message.unwrap()),
                     "sample {i}"
                 );
-                // Struct numbers are doubles: compare through f64 where the input had integers.
-                assert_eq!(fast.payload.to_string().replace(".0", ""), p.to_string(), "sample {i}");
+                // Struct numbers are doubles: compare with every input number made an f64.
+                assert_eq!(fast.payload, as_doubles(p.clone()), "sample {i}");
                 assert_eq!(fast.r#type, m.r#type);
                 assert_eq!(fast.offset, slow.offset);
             }
