@@ -10,24 +10,28 @@
 //! calls `GetRun`/`ListRuns` on a run that may be live (that detaches the bridge's live handle).
 //! If the bridge process died, the run ends at once with a `BridgeExited` error.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use prost::bytes::Bytes;
 use serde_json::{json, Value};
 
 use crate::client::{Client, AGENTS};
 use crate::error::{Error, ErrorKind, Result};
 use crate::proto::{self, run_stream_message::Envelope};
-use crate::struct_json::SdkFrame;
+use crate::struct_json::{self, SdkScan};
+use crate::transport::frame::FrameBatch;
 use crate::transport::http::Aborter;
 use crate::transport::{FrameStream, Idempotency};
 
-/// Events buffered between the reader thread and the consumer; the reader blocks when full,
-/// which is what bounds memory for a slow consumer.
-const QUEUE_CAPACITY: usize = 256;
+/// Batches buffered between the reader thread and the consumer (a batch is what one read
+/// brought: one event from a slow stream, hundreds from a fast one, at most ~128 KiB of
+/// frames). The reader blocks when the queue is full, which bounds a slow consumer's memory.
+const QUEUE_CAPACITY: usize = 32;
 
 /// What an event carries. Values are part of the C ABI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,35 +48,139 @@ pub enum EventKind {
 }
 
 /// One event of a run's stream.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// The JSON payload of a message is built on first use: a consumer that reads only the type
+/// and the text never pays for it (the reader thread has already checked the whole frame).
+#[derive(Clone)]
 pub struct Event {
     pub kind: EventKind,
     /// The message/update/step type; `"result"` for the result.
     pub r#type: String,
-    /// The payload as JSON (snake_case keys inside `sdk_message`, as the bridge sends them).
-    pub payload: Value,
     /// Resume token of this event in the stream it came from.
     pub offset: Option<String>,
+    payload: OnceLock<Value>,
+    /// The checked, not yet decoded `sdk_message` Struct (the stream's fast path).
+    raw: Option<RawStruct>,
+    /// An assistant message's text, joined from its blocks on first use.
+    text: OnceLock<Option<String>>,
+}
+
+#[derive(Clone)]
+struct RawStruct {
+    bytes: Vec<u8>,
+    finite: bool,
+    /// Where the `message` key's value lies in `bytes` (found by the reader's check).
+    inner: Option<Range<usize>>,
 }
 
 impl Event {
+    pub fn new(kind: EventKind, r#type: impl Into<String>, payload: Value, offset: Option<String>) -> Event {
+        Event {
+            kind,
+            r#type: r#type.into(),
+            offset,
+            payload: OnceLock::from(payload),
+            raw: None,
+            text: OnceLock::new(),
+        }
+    }
+
+    /// A message event from a checked `sdk_message` frame; its payload is decoded on demand.
+    fn from_scan(frame: &[u8], scan: &SdkScan) -> Event {
+        // The scan checked these strings already.
+        let text = |r: &Range<usize>| std::str::from_utf8(&frame[r.clone()]).unwrap_or_default().to_string();
+        Event {
+            kind: EventKind::Message,
+            r#type: text(&scan.r#type),
+            offset: scan.offset.as_ref().map(text),
+            payload: OnceLock::new(),
+            text: OnceLock::new(),
+            raw: Some(RawStruct {
+                bytes: scan
+                    .message
+                    .as_ref()
+                    .map_or_else(Vec::new, |m| frame[m.clone()].to_vec()),
+                finite: scan.finite && scan.message.is_some(),
+                inner: match (&scan.message, &scan.inner) {
+                    (Some(m), Some(i)) => Some(i.start - m.start..i.end - m.start),
+                    _ => None,
+                },
+            }),
+        }
+    }
+
+    /// The payload as JSON (snake_case keys inside `sdk_message`, as the bridge sends them).
+    pub fn payload(&self) -> &Value {
+        self.payload.get_or_init(|| match &self.raw {
+            Some(raw) if raw.finite => struct_json::payload(&raw.bytes),
+            _ => Value::Null,
+        })
+    }
+
+    pub fn into_payload(mut self) -> Value {
+        self.payload();
+        self.payload.take().unwrap_or(Value::Null)
+    }
+
     /// The assistant text in this event (text blocks of an `assistant` message, or a
     /// `text-delta`), if any.
-    pub fn text(&self) -> Option<String> {
+    pub fn text(&self) -> Option<&str> {
         match (self.kind, self.r#type.as_str()) {
-            (EventKind::Message, "assistant") => {
+            (EventKind::Message, "assistant") => self.text.get_or_init(|| self.assistant_text()).as_deref(),
+            (EventKind::Delta, "text-delta") => self.payload().get("text").and_then(Value::as_str),
+            _ => None,
+        }
+    }
+
+    /// The text as [`Event::text`] gives it, owned (the event forgets a text it had joined).
+    pub(crate) fn take_text(&mut self) -> Option<String> {
+        match self.text.take() {
+            Some(t) => t,
+            None => self.text().map(str::to_string),
+        }
+    }
+
+    fn assistant_text(&self) -> Option<String> {
+        let mut text = String::new();
+        match &self.raw {
+            // Straight from the checked wire bytes when the JSON was not asked for. The text
+            // is shorter than the message, so one allocation holds it, and a C copy's NUL.
+            Some(raw) if self.payload.get().is_none() => {
+                if let (true, Some(inner)) = (raw.finite, &raw.inner) {
+                    let inner = &raw.bytes[inner.clone()];
+                    text.reserve_exact(inner.len());
+                    struct_json::append_assistant_text(inner, &mut text);
+                }
+            }
+            _ => {
                 // `get` chains, not `pointer("/message/content")`, which allocates per token.
-                let content = self.payload.get("message")?.get("content")?.as_array()?;
-                let text: String = content
+                let content = self.payload().get("message")?.get("content")?.as_array()?;
+                text = content
                     .iter()
                     .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
                     .filter_map(|b| b.get("text").and_then(Value::as_str))
                     .collect();
-                Some(text).filter(|t| !t.is_empty())
             }
-            (EventKind::Delta, "text-delta") => self.payload.get("text").and_then(Value::as_str).map(str::to_string),
-            _ => None,
         }
+        Some(text).filter(|t| !t.is_empty())
+    }
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        (self.kind, &self.r#type, &self.offset) == (other.kind, &other.r#type, &other.offset)
+            && self.payload() == other.payload()
+    }
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("kind", &self.kind)
+            .field("type", &self.r#type)
+            .field("payload", self.payload())
+            .field("offset", &self.offset)
+            .finish()
     }
 }
 
@@ -172,7 +280,25 @@ pub enum Next {
 
 enum Item {
     Event(Event),
+    /// A checked `sdk_message` frame (a range of its batch's data), made an `Event` by the
+    /// consumer: the allocations of an event then happen on the thread that frees them.
+    Sdk(Range<usize>, SdkScan),
+    /// Always the last item.
     Failed(Error),
+}
+
+/// What the reader hands over at once: the items of one read, sharing its bytes.
+#[derive(Default)]
+struct Batch {
+    data: Bytes,
+    items: Vec<Item>,
+}
+
+/// The consumer's end of the queue and the rest of the batch it is taking events from.
+struct Inbox {
+    rx: Option<Receiver<Batch>>,
+    data: Bytes,
+    items: std::vec::IntoIter<Item>,
 }
 
 type StatusListener = Arc<dyn Fn(RunStatus) + Send + Sync>;
@@ -182,12 +308,12 @@ type StatusListener = Arc<dyn Fn(RunStatus) + Send + Sync>;
 struct Summary {
     run_id: String,
     status: Option<RunStatus>,
+    /// The text of the assistant messages taken so far (by the consumer).
     assistant_text: String,
     last_status_message: Option<String>,
     usage: Option<proto::TokenUsage>,
     result: Option<proto::RunStreamResult>,
     failure: Option<Error>,
-    messages_delivered: u64,
 }
 
 /// The agent a run belongs to: its id and (for local agents) its cwd.
@@ -242,7 +368,7 @@ impl Shared {
 /// call [`Run::cancel`] first for that.
 pub struct Run {
     shared: Arc<Shared>,
-    rx: Mutex<Option<Receiver<Item>>>,
+    inbox: Mutex<Inbox>,
 }
 
 /// How the reader should treat a broken stream.
@@ -315,10 +441,12 @@ impl Run {
             wake: Mutex::new(None),
         });
         let (tx, rx) = sync_channel(QUEUE_CAPACITY);
-        // Read the first frame here: an error end frame (unknown agent, busy…) fails the send.
+        // Read the first frames here: an error end frame (unknown agent, busy…) fails the send.
         let mut reader = Reader {
+            run_id_known: !shared.summary.lock().run_id.is_empty(),
             shared: shared.clone(),
             tx,
+            out: Batch::default(),
             mode,
             done: false,
             skip_request: false,
@@ -326,20 +454,27 @@ impl Run {
             held_result: None,
             refilled: false,
             skip_messages: 0,
+            messages_delivered: 0,
         };
-        let first = read_one(&mut stream).map_err(|e| client.explain_stream_failure(e))?;
-        let keep_going = match first {
-            Some(frame) => reader.handle_frame(frame),
-            None => {
-                reader.done = true;
-                false
-            }
+        // Only the first frame is handled before `send` returns (the rest of what the read
+        // brought goes to the reader thread), so status listeners set then miss nothing.
+        let mut first = stream.next_batch().map_err(|e| client.explain_stream_failure(e))?;
+        let rest = FrameBatch {
+            data: first.data.clone(),
+            frames: first.frames.split_off(first.frames.len().min(1)),
+            end: std::mem::take(&mut first.end),
+        };
+        let flow = if first.frames.is_empty() && rest.end {
+            reader.done = true;
+            Flow::Stop
+        } else {
+            reader.take(&first).map_err(|e| client.explain_stream_failure(e))?
         };
         let spawn = std::thread::Builder::new().name("cursor-run".into()).spawn(move || {
-            if keep_going {
+            if flow != Flow::Stop {
                 // A panic in the library must not kill the consumer silently: it ends the run
                 // with an internal error event.
-                let pumped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.pump(stream)));
+                let pumped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.pump(stream, rest)));
                 if let Err(p) = pumped {
                     let what = p
                         .downcast_ref::<&str>()
@@ -349,6 +484,7 @@ impl Run {
                     reader.fail(Error::internal(format!("panic in the run reader: {what}")));
                 }
             }
+            reader.flush();
             let shared = reader.shared.clone();
             shared.aborter.lock().take();
             shared.finished.store(true, Ordering::Release);
@@ -361,7 +497,11 @@ impl Run {
         }
         Ok(Run {
             shared,
-            rx: Mutex::new(Some(rx)),
+            inbox: Mutex::new(Inbox {
+                rx: Some(rx),
+                data: Bytes::new(),
+                items: Vec::new().into_iter(),
+            }),
         })
     }
 
@@ -406,9 +546,51 @@ impl Run {
     /// The next event: waits up to `timeout` (`None` = forever, zero = just poll).
     /// A stream failure is returned once as `Err`, then `End`.
     pub fn next_event(&self, timeout: Option<Duration>) -> Result<Next> {
-        let mut guard = self.rx.lock();
-        let Some(rx) = guard.as_ref() else { return Ok(Next::End) };
-        let item = match timeout {
+        let mut inbox = self.inbox.lock();
+        loop {
+            let event = match inbox.items.next() {
+                Some(Item::Event(e)) => Some(e),
+                Some(Item::Sdk(frame, scan)) => Some(Event::from_scan(&inbox.data[frame], &scan)),
+                Some(Item::Failed(e)) => {
+                    inbox.rx = None; // a failure is always the last item: End from now on
+                    return Err(e);
+                }
+                None => None,
+            };
+            if let Some(e) = event {
+                self.account(&e);
+                return Ok(Next::Event(e));
+            }
+            let Some(rx) = inbox.rx.as_ref() else {
+                return Ok(Next::End);
+            };
+            match Self::receive(rx, timeout) {
+                Ok(batch) => {
+                    inbox.data = batch.data;
+                    inbox.items = batch.items.into_iter();
+                }
+                Err(RecvTimeoutError::Timeout) => return Ok(Next::Timeout),
+                Err(RecvTimeoutError::Disconnected) => {
+                    inbox.rx = None;
+                    return Ok(Next::End);
+                }
+            }
+        }
+    }
+
+    /// The streamed assistant text is summed up as the consumer takes the messages (on its
+    /// thread, where each message's text is read anyway).
+    fn account(&self, e: &Event) {
+        if e.kind == EventKind::Message {
+            if let Some(t) = e.text() {
+                self.shared.summary.lock().assistant_text.push_str(t);
+            }
+        }
+    }
+
+    /// The next batch from the reader, waiting up to `timeout`.
+    fn receive(rx: &Receiver<Batch>, timeout: Option<Duration>) -> std::result::Result<Batch, RecvTimeoutError> {
+        match timeout {
             None => match rx.try_recv() {
                 Ok(item) => Ok(item),
                 Err(_) => {
@@ -421,15 +603,6 @@ impl Run {
                 std::sync::mpsc::TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
             }),
             Some(t) => rx.recv_timeout(t),
-        };
-        match item {
-            Ok(Item::Event(e)) => Ok(Next::Event(e)),
-            Ok(Item::Failed(e)) => {
-                guard.take(); // a failure is always the last item: End from now on
-                Err(e)
-            }
-            Err(RecvTimeoutError::Timeout) => Ok(Next::Timeout),
-            Err(RecvTimeoutError::Disconnected) => Ok(Next::End),
         }
     }
 
@@ -460,7 +633,7 @@ impl Run {
             EventKind::Message
         };
         self.events().filter_map(move |e| match e {
-            Ok(ev) if ev.kind == want => ev.text().map(Ok),
+            Ok(ev) if ev.kind == want => ev.text().map(|t| Ok(t.to_string())),
             Ok(_) => None,
             Err(e) => Some(Err(e)),
         })
@@ -579,28 +752,23 @@ impl Drop for Run {
     fn drop(&mut self) {
         self.stop_reading();
         // Also drop the queue's receiving end so a reader blocked on a full queue wakes.
-        self.rx.lock().take();
+        self.inbox.lock().rx.take();
     }
 }
 
-/// One frame of a run stream: an `sdk_message` decoded on the fast path, or any other envelope.
-enum Frame {
-    Sdk(SdkFrame),
-    /// Boxed: the other envelopes are the rare ones.
-    Full(Box<proto::RunStreamMessage>),
+/// What the reader does after a batch.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// Read on.
+    More,
+    /// The stream ended cleanly (with or without the run's end).
+    Ended,
+    /// The run is complete, or nobody listens any more.
+    Stop,
 }
 
-fn read_one(stream: &mut FrameStream) -> Result<Option<Frame>> {
-    let Some(bytes) = stream.next_payload()? else {
-        return Ok(None);
-    };
-    let undecodable = |e: String| Error::protocol(format!("undecodable stream frame: {e}"));
-    match crate::struct_json::sdk_frame(&bytes) {
-        Some(frame) => frame.map(|f| Some(Frame::Sdk(f))).map_err(undecodable),
-        None => <proto::RunStreamMessage as prost::Message>::decode(bytes.as_slice())
-            .map(|m| Some(Frame::Full(Box::new(m))))
-            .map_err(|e| undecodable(e.to_string())),
-    }
+fn undecodable(e: impl std::fmt::Display) -> Error {
+    Error::protocol(format!("undecodable stream frame: {e}"))
 }
 
 impl Client {
@@ -616,13 +784,19 @@ impl Client {
 
 struct Reader {
     shared: Arc<Shared>,
-    tx: SyncSender<Item>,
+    tx: SyncSender<Batch>,
+    /// The items of the batch being handled, handed over by `flush`.
+    out: Batch,
+    /// Once the run id is known, messages are no longer decoded to look for it.
+    run_id_known: bool,
     mode: Mode,
     done: bool,
     /// While replaying after a recovery: skip the log's `request` message and the
     /// `sdk_message`s already delivered.
     skip_request: bool,
     skip_messages: u64,
+    /// The `sdk_message`s handed over so far (what a replay skips).
+    messages_delivered: u64,
     /// Set once the live stream broke and the reader re-attached.
     recovering: bool,
     /// A result that arrived on a live-tail ObserveRun (one that did not replay the log: the
@@ -633,31 +807,37 @@ struct Reader {
 }
 
 impl Reader {
-    fn pump(&mut self, mut stream: FrameStream) {
+    /// Reads on, starting with the frames of `rest` (already read).
+    fn pump(&mut self, mut stream: FrameStream, rest: FrameBatch) {
+        let mut next = Some(rest);
+        let mut flow = Flow::More;
         loop {
+            match flow {
+                Flow::Stop => return,
+                Flow::More => {}
+                Flow::Ended => {
+                    if let Some(next) = self.refill() {
+                        stream = next;
+                    } else if self.done || self.mode == Mode::Observe {
+                        return;
+                    } else {
+                        // A clean end without result/done: treat like a drop and recover.
+                        match self.recover(Error::protocol("the stream ended before the run's result")) {
+                            Some(next) => stream = next,
+                            None => return,
+                        }
+                    }
+                }
+            }
             if self.shared.closed.load(Ordering::Acquire) {
                 return;
             }
-            match read_one(&mut stream) {
-                Ok(Some(frame)) => {
-                    if !self.handle_frame(frame) {
-                        return;
-                    }
-                }
-                Ok(None) => {
-                    if let Some(next) = self.refill() {
-                        stream = next;
-                        continue;
-                    }
-                    if self.done || self.mode == Mode::Observe {
-                        return;
-                    }
-                    // A clean end without result/done: treat like a drop and recover.
-                    match self.recover(Error::protocol("the stream ended before the run's result")) {
-                        Some(next) => stream = next,
-                        None => return,
-                    }
-                }
+            let batch = match next.take() {
+                Some(b) => Ok(b),
+                None => stream.next_batch(),
+            };
+            flow = match batch.and_then(|b| self.take(&b)) {
+                Ok(f) => f,
                 Err(e) => {
                     if self.shared.closed.load(Ordering::Acquire) {
                         return;
@@ -668,25 +848,53 @@ impl Reader {
                         return;
                     }
                     match self.recover(e) {
-                        Some(next) => stream = next,
+                        Some(next) => {
+                            stream = next;
+                            Flow::More
+                        }
                         None => return,
                     }
                 }
+            };
+        }
+    }
+
+    /// Handles the frames of one read and hands their events over in one queue item.
+    fn take(&mut self, batch: &FrameBatch) -> Result<Flow> {
+        self.out.data = batch.data.clone();
+        self.out.items.reserve(batch.frames.len());
+        let mut flow = Ok(if batch.end { Flow::Ended } else { Flow::More });
+        for range in &batch.frames {
+            let frame = &batch.data[range.clone()];
+            let handled = match struct_json::scan(frame) {
+                Some(Ok(scan)) => Ok(self.handle_sdk(frame, range, scan)),
+                Some(Err(e)) => Err(undecodable(e)),
+                None => <proto::RunStreamMessage as prost::Message>::decode(frame)
+                    .map(|m| self.handle(m))
+                    .map_err(undecodable),
+            };
+            match handled {
+                Ok(true) => {}
+                Ok(false) => {
+                    flow = Ok(Flow::Stop);
+                    break;
+                }
+                Err(e) => {
+                    flow = Err(e);
+                    break;
+                }
             }
         }
-    }
-
-    /// Processes one frame; false when the stream is complete or nobody listens any more.
-    fn handle_frame(&mut self, frame: Frame) -> bool {
-        match frame {
-            Frame::Sdk(f) => self.handle_sdk(f),
-            Frame::Full(m) => self.handle(*m),
+        if !self.flush() && flow.is_ok() {
+            flow = Ok(Flow::Stop);
         }
+        flow
     }
 
-    /// An `sdk_message`: skipped while replaying what was already delivered, else delivered.
-    fn handle_sdk(&mut self, f: SdkFrame) -> bool {
-        if self.skip_request && f.r#type == "request" {
+    /// While replaying after a recovery: the log's `request` message and the `sdk_message`s
+    /// already delivered are skipped.
+    fn skipped(&mut self, r#type: &[u8]) -> bool {
+        if self.skip_request && r#type == b"request" {
             self.skip_request = false;
             return true;
         }
@@ -694,14 +902,23 @@ impl Reader {
             self.skip_messages -= 1;
             return true;
         }
-        let event = Event {
-            kind: EventKind::Message,
-            r#type: f.r#type,
-            payload: f.payload,
-            offset: f.offset,
-        };
-        self.account(&event);
-        self.deliver(Item::Event(event))
+        false
+    }
+
+    /// A checked `sdk_message` frame of the current batch. Once the run id is known, any but
+    /// the status and usage messages (which the summary reads) go over undecoded.
+    fn handle_sdk(&mut self, frame: &[u8], range: &Range<usize>, scan: SdkScan) -> bool {
+        let ty = &frame[scan.r#type.clone()];
+        if self.skipped(ty) {
+            return true;
+        }
+        if !self.run_id_known || ty == b"status" || ty == b"usage" {
+            let event = Event::from_scan(frame, &scan);
+            self.account(&event);
+            return self.deliver(Item::Event(event));
+        }
+        self.messages_delivered += 1;
+        self.deliver(Item::Sdk(range.clone(), scan))
     }
 
     fn handle(&mut self, msg: proto::RunStreamMessage) -> bool {
@@ -721,25 +938,24 @@ impl Reader {
                 return false;
             }
             Some(Envelope::SdkMessage(m)) => {
+                if self.skipped(m.r#type.as_bytes()) {
+                    return true;
+                }
                 let payload = m.message.map(struct_to_json).unwrap_or(Value::Null);
-                return self.handle_sdk(SdkFrame {
-                    r#type: m.r#type,
-                    payload,
-                    offset,
-                });
+                Event::new(EventKind::Message, m.r#type, payload, offset)
             }
-            Some(Envelope::InteractionUpdate(u)) => Event {
-                kind: EventKind::Delta,
-                r#type: u.r#type,
-                payload: u.update.map(struct_to_json).unwrap_or(Value::Null),
+            Some(Envelope::InteractionUpdate(u)) => Event::new(
+                EventKind::Delta,
+                u.r#type,
+                u.update.map(struct_to_json).unwrap_or(Value::Null),
                 offset,
-            },
-            Some(Envelope::Step(s)) => Event {
-                kind: EventKind::Step,
-                r#type: s.r#type,
-                payload: s.step.map(struct_to_json).unwrap_or(Value::Null),
+            ),
+            Some(Envelope::Step(s)) => Event::new(
+                EventKind::Step,
+                s.r#type,
+                s.step.map(struct_to_json).unwrap_or(Value::Null),
                 offset,
-            },
+            ),
             Some(Envelope::Result(r)) => {
                 let payload = serde_json::to_value(&r).unwrap_or(Value::Null);
                 self.note_run_id(&r.run_id);
@@ -747,12 +963,7 @@ impl Reader {
                 self.shared.client.track_live_run(&r.run_id, false);
                 self.shared.summary.lock().result = Some(r);
                 self.shared.set_status(status);
-                Event {
-                    kind: EventKind::Result,
-                    r#type: "result".into(),
-                    payload,
-                    offset,
-                }
+                Event::new(EventKind::Result, "result", payload, offset)
             }
         };
         if event.kind == EventKind::Message {
@@ -763,34 +974,36 @@ impl Reader {
 
     /// Updates the summary from an `sdk_message`.
     fn account(&mut self, event: &Event) {
-        if let Some(id) = event.payload.get("run_id").and_then(Value::as_str) {
-            self.note_run_id(id);
+        if !self.run_id_known {
+            if let Some(id) = event
+                .payload()
+                .get("run_id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+            {
+                self.note_run_id(&id);
+            }
         }
+        self.messages_delivered += 1;
         let mut status_change = None;
         {
             let mut s = self.shared.summary.lock();
-            s.messages_delivered += 1;
             match event.r#type.as_str() {
-                "assistant" => {
-                    if let Some(t) = event.text() {
-                        s.assistant_text.push_str(&t);
-                    }
-                }
                 "status" => {
                     if let Some(m) = event
-                        .payload
+                        .payload()
                         .get("message")
                         .and_then(Value::as_str)
                         .filter(|m| !m.is_empty())
                     {
                         s.last_status_message = Some(m.to_string());
                     }
-                    if let Some(st) = event.payload.get("status").and_then(Value::as_str) {
+                    if let Some(st) = event.payload().get("status").and_then(Value::as_str) {
                         status_change = Some(RunStatus::parse(st));
                     }
                 }
                 "usage" => {
-                    if let Some(u) = event.payload.get("usage") {
+                    if let Some(u) = event.payload().get("usage") {
                         add_usage(s.usage.get_or_insert_with(Default::default), u);
                     }
                 }
@@ -802,8 +1015,9 @@ impl Reader {
         }
     }
 
-    fn note_run_id(&self, id: &str) {
+    fn note_run_id(&mut self, id: &str) {
         if !id.is_empty() {
+            self.run_id_known = true;
             let mut s = self.shared.summary.lock();
             if s.run_id.is_empty() {
                 s.run_id = id.to_string();
@@ -814,10 +1028,23 @@ impl Reader {
         }
     }
 
-    fn deliver(&self, item: Item) -> bool {
-        let ok = self.tx.send(item).is_ok();
-        self.shared.wake();
-        ok && !self.shared.closed.load(Ordering::Acquire)
+    /// Queues an item into the current batch; false once nobody listens any more.
+    fn deliver(&mut self, item: Item) -> bool {
+        self.out.items.push(item);
+        !self.shared.closed.load(Ordering::Acquire)
+    }
+
+    /// Hands the current batch to the consumer (blocking while the queue is full).
+    fn flush(&mut self) -> bool {
+        if !self.out.items.is_empty() {
+            let batch = std::mem::take(&mut self.out);
+            let sent = self.tx.send(batch).is_ok();
+            self.shared.wake();
+            if !sent {
+                return false;
+            }
+        }
+        !self.shared.closed.load(Ordering::Acquire)
     }
 
     fn fail(&mut self, e: Error) {
@@ -851,7 +1078,7 @@ impl Reader {
             Ok(stream) => {
                 *self.shared.aborter.lock() = Some(stream.abort_handle());
                 self.skip_request = true;
-                self.skip_messages = self.shared.summary.lock().messages_delivered;
+                self.skip_messages = self.messages_delivered;
                 self.mode = Mode::Observe;
                 self.recovering = true;
                 Some(stream)
@@ -881,7 +1108,7 @@ impl Reader {
             Ok(stream) => {
                 *self.shared.aborter.lock() = Some(stream.abort_handle());
                 self.skip_request = true;
-                self.skip_messages = self.shared.summary.lock().messages_delivered;
+                self.skip_messages = self.messages_delivered;
                 Some(stream)
             }
             Err(_) => {
@@ -1048,27 +1275,140 @@ mod tests {
 
     #[test]
     fn assistant_text_extraction() {
-        let e = Event {
-            kind: EventKind::Message,
-            r#type: "assistant".into(),
-            payload: json!({"message":{"role":"assistant","content":[{"type":"text","text":"Hel"},{"type":"tool_use","id":"1"},{"type":"text","text":"lo"}]}}),
-            offset: None,
-        };
-        assert_eq!(e.text().as_deref(), Some("Hello"));
-        let d = Event {
-            kind: EventKind::Delta,
-            r#type: "text-delta".into(),
-            payload: json!({"text":"x"}),
-            offset: None,
-        };
-        assert_eq!(d.text().as_deref(), Some("x"));
-        let s = Event {
-            kind: EventKind::Message,
-            r#type: "status".into(),
-            payload: json!({}),
-            offset: None,
-        };
+        let e = Event::new(
+            EventKind::Message,
+            "assistant",
+            json!({"message":{"role":"assistant","content":[{"type":"text","text":"Hel"},{"type":"tool_use","id":"1"},{"type":"text","text":"lo"}]}}),
+            None,
+        );
+        assert_eq!(e.text(), Some("Hello"));
+        let d = Event::new(EventKind::Delta, "text-delta", json!({"text":"x"}), None);
+        assert_eq!(d.text(), Some("x"));
+        let s = Event::new(EventKind::Message, "status", json!({}), None);
         assert_eq!(s.text(), None);
+    }
+
+    /// A frame's event two ways: text read off the wire (payload never built), and text read
+    /// from the JSON payload; plus the payload itself against the generated decoder.
+    fn both_ways(frame: &[u8]) -> (Option<String>, Option<String>) {
+        let scan = struct_json::scan(frame).expect("an sdk_message").expect("valid");
+        let lazy = Event::from_scan(frame, &scan);
+        let wire = lazy.text().map(str::to_string);
+        assert!(lazy.payload.get().is_none(), "text() must not build the payload");
+        let eager = Event::from_scan(frame, &scan);
+        let json = eager.payload().clone();
+        let generated = match <proto::RunStreamMessage as prost::Message>::decode(frame)
+            .unwrap()
+            .envelope
+        {
+            Some(Envelope::SdkMessage(m)) => m.message.map(struct_to_json).unwrap_or(Value::Null),
+            _ => panic!("not an sdk_message"),
+        };
+        assert_eq!(json, generated);
+        (wire, eager.text().map(str::to_string))
+    }
+
+    #[test]
+    fn wire_text_equals_json_text() {
+        use struct_json::tests::ld;
+        let sv = |s: &str| ld(3, s.as_bytes()); // Value{string}
+        let entry = |k: &str, v: &[u8]| ld(1, &[ld(1, k.as_bytes()), ld(2, v)].concat());
+        let strukt = |fields: &[Vec<u8>]| fields.concat();
+        let block = |ty: &str, text: &str| ld(5, &strukt(&[entry("type", &sv(ty)), entry("text", &sv(text))]));
+        let content = |blocks: &[Vec<u8>]| ld(6, &blocks.iter().map(|b| ld(1, b)).collect::<Vec<_>>().concat());
+        let frame = |payload: Vec<u8>| ld(1, &[ld(1, b"assistant"), ld(2, &payload)].concat());
+        let message = |inner: Vec<u8>| frame(strukt(&[entry("type", &sv("assistant")), entry("message", &inner)]));
+        let cases: Vec<(Vec<u8>, Option<&str>)> = vec![
+            (
+                message(ld(
+                    5,
+                    &strukt(&[entry(
+                        "content",
+                        &content(&[block("text", "a"), block("tool_use", "x"), block("text", "b")]),
+                    )]),
+                )),
+                Some("ab"),
+            ),
+            // The last of duplicate keys wins, as in the JSON object.
+            (
+                message(ld(
+                    5,
+                    &strukt(&[
+                        entry("content", &content(&[block("text", "old")])),
+                        entry("content", &content(&[block("text", "new")])),
+                    ]),
+                )),
+                Some("new"),
+            ),
+            (
+                frame(strukt(&[
+                    entry(
+                        "message",
+                        &ld(5, &strukt(&[entry("content", &content(&[block("text", "x")]))])),
+                    ),
+                    entry("message", &sv("not an object")),
+                ])),
+                None,
+            ),
+            // Value fields in any order; a later kind replaces an earlier one.
+            (
+                message(
+                    [
+                        ld(3, b"s"),
+                        ld(5, &strukt(&[entry("content", &content(&[block("text", "k")]))])),
+                    ]
+                    .concat(),
+                ),
+                Some("k"),
+            ),
+            (
+                message(
+                    [
+                        ld(5, &strukt(&[entry("content", &content(&[block("text", "k")]))])),
+                        ld(3, b"s"),
+                    ]
+                    .concat(),
+                ),
+                None,
+            ),
+            // An entry with the value before the key.
+            (
+                message(ld(
+                    5,
+                    &ld(1, &[ld(2, &content(&[block("text", "v")])), ld(1, b"content")].concat()),
+                )),
+                Some("v"),
+            ),
+            (
+                message(ld(5, &strukt(&[entry("content", &content(&[block("text", "")]))]))),
+                None,
+            ),
+            (message(ld(5, &strukt(&[entry("content", &sv("a string"))]))), None),
+            (
+                message(ld(
+                    5,
+                    &strukt(&[entry("content", &content(&[sv("bare"), block("text", "ok")]))]),
+                )),
+                Some("ok"),
+            ),
+            // A NaN anywhere nulls the payload, and the text with it.
+            (
+                frame(strukt(&[
+                    entry(
+                        "message",
+                        &ld(5, &strukt(&[entry("content", &content(&[block("text", "t")]))])),
+                    ),
+                    entry("n", &[0x11, 0, 0, 0, 0, 0, 0, 0xf8, 0x7f]),
+                ])),
+                None,
+            ),
+            (frame(Vec::new()), None),
+        ];
+        for (i, (f, want)) in cases.into_iter().enumerate() {
+            let (wire, json) = both_ways(&f);
+            assert_eq!(wire.as_deref(), want, "case {i}: from the wire");
+            assert_eq!(json.as_deref(), want, "case {i}: from the JSON");
+        }
     }
 
     #[test]

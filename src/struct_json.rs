@@ -1,79 +1,287 @@
-//! The stream's hot path: a `RunStreamMessage` carrying an `sdk_message` is decoded straight
-//! into JSON, without building prost's `google.protobuf.Struct` tree (a hash map and a boxed
-//! value per field) only to convert it and throw it away. The profile of a 200k-event stream
-//! showed protobuf decoding as its largest cost. Every other frame takes the generated decoder.
+//! The stream's hot path: `sdk_message` frames are read straight off the wire, without
+//! building prost's `google.protobuf.Struct` tree (a hash map and a boxed value per field) only
+//! to convert it and throw it away. The profile of a 200k-event stream showed protobuf decoding
+//! and its allocations (freed on another thread) as its largest costs.
 //!
-//! The result equals `struct_to_json(prost decode)`: the same JSON, `Null` for a payload holding
-//! a NaN or infinite number, last-wins for repeated scalar fields, unknown fields skipped.
+//! The reader thread [`scan`]s a frame: it checks the whole frame (wire structure, UTF-8,
+//! nesting depth) and notes where its parts lie, allocating nothing. The JSON payload is built
+//! later, only if asked for ([`payload`]), and an assistant message's text is read without it
+//! ([`assistant_text`]). Every other envelope takes the generated decoder.
+//!
+//! The results equal `struct_to_json(prost decode)`: the same JSON, `Null` for a payload holding
+//! a NaN or infinite number, last-wins for repeated fields and map keys, unknown fields skipped.
+
+use std::ops::Range;
 
 use prost::bytes::Buf;
-use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
+use prost::encoding::{decode_varint, skip_field, DecodeContext, WireType};
 use serde_json::{Map, Number, Value};
 
-/// An `sdk_message` frame: its type, payload and offset.
-pub(crate) struct SdkFrame {
-    pub r#type: String,
-    pub payload: Value,
-    pub offset: Option<String>,
+/// Deepest nesting of structs and lists accepted (prost's own recursion limit).
+const MAX_DEPTH: u32 = 100;
+
+/// Where the parts of a checked `sdk_message` frame lie (ranges into the frame).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SdkScan {
+    pub r#type: Range<usize>,
+    /// The `message` Struct's bytes; `None` when absent.
+    pub message: Option<Range<usize>>,
+    pub offset: Option<Range<usize>>,
+    /// No NaN or infinite number inside (otherwise the payload is `Null`).
+    pub finite: bool,
+    /// The `Value` of the payload's `message` key (an assistant message's body), if any.
+    pub inner: Option<Range<usize>>,
 }
 
-/// `Some` when `frame` is an `sdk_message` envelope (fields 1 and 4 only), decoded; `None`
-/// for any other envelope (the caller uses the generated decoder).
-pub(crate) fn sdk_frame(frame: &[u8]) -> Option<Result<SdkFrame, String>> {
+/// `Some` when `frame` is an `sdk_message` envelope (fields 1 and 4 only), checked whole;
+/// `None` for any other envelope (the caller uses the generated decoder).
+pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
     let mut buf = frame;
-    let mut message: Option<&[u8]> = None;
+    let mut message = None;
     let mut offset = None;
+    let at = |part: &[u8]| {
+        let start = part.as_ptr() as usize - frame.as_ptr() as usize;
+        start..start + part.len()
+    };
     while !buf.is_empty() {
-        let (tag, wire) = match key(&mut buf) {
-            Ok(k) => k,
+        let step = key(&mut buf).and_then(|(tag, wire)| match (tag, wire) {
+            (1, WireType::LengthDelimited) => take(&mut buf).map(|m| message = Some(m)).map(|_| true),
+            (4, WireType::LengthDelimited) => take(&mut buf)
+                .and_then(str_of)
+                .map(|o| offset = Some(at(o.as_bytes())))
+                .map(|_| true),
+            (2 | 3 | 5 | 6, _) => Ok(false),
+            _ => skip(wire, tag, &mut buf).map(|_| true),
+        });
+        match step {
+            Ok(true) => {}
+            Ok(false) => return None,
             Err(e) => return Some(Err(e)),
-        };
-        match (tag, wire) {
-            (1, WireType::LengthDelimited) => match take(&mut buf) {
-                Ok(m) => message = Some(m),
-                Err(e) => return Some(Err(e)),
-            },
-            (4, WireType::LengthDelimited) => match take(&mut buf).and_then(utf8) {
-                Ok(o) => offset = Some(o),
-                Err(e) => return Some(Err(e)),
-            },
-            (2 | 3 | 5 | 6, _) => return None,
-            _ => {
-                if let Err(e) = skip(wire, tag, &mut buf) {
-                    return Some(Err(e));
+        }
+    }
+    let mut buf = message?;
+    Some((|| {
+        let start = at(buf).start;
+        let (mut ty, mut body, mut finite, mut inner) = (start..start, None, true, None);
+        while !buf.is_empty() {
+            let (tag, wire) = key(&mut buf)?;
+            match (tag, wire) {
+                (1, WireType::LengthDelimited) => ty = at(str_of(take(&mut buf)?)?.as_bytes()),
+                (2, WireType::LengthDelimited) => {
+                    let m = take(&mut buf)?;
+                    let (f, found) = check_struct_finding(m, 0, b"message")?;
+                    (finite, body, inner) = (f, Some(at(m)), found.map(&at));
                 }
+                _ => skip(wire, tag, &mut buf)?,
+            }
+        }
+        Ok(SdkScan {
+            r#type: ty,
+            message: body,
+            offset,
+            finite,
+            inner,
+        })
+    })())
+}
+
+/// The JSON of a Struct that [`scan`] checked (`Null` if it holds a non-finite number).
+pub(crate) fn payload(message: &[u8]) -> Value {
+    match decode_struct(message) {
+        Ok(Some(fields)) => Value::Object(fields),
+        _ => Value::Null,
+    }
+}
+
+/// Appends the text of an assistant message's `message.content` text blocks, given the
+/// `Value` of its `message` key from a checked, finite Struct: what `Event::text` reads from
+/// the JSON, without it.
+pub(crate) fn append_assistant_text(inner: &[u8], out: &mut String) {
+    let Some(content) = as_kind(inner, 5)
+        .and_then(|m| field(m, "content"))
+        .and_then(|c| as_kind(c, 6))
+    else {
+        return;
+    };
+    for item in entries(content) {
+        let Some(block) = as_kind(item, 5) else { continue };
+        let (mut is_text, mut text) = (false, None);
+        for (name, value) in fields(block) {
+            match name {
+                b"type" => is_text = as_kind(value, 3) == Some(b"text".as_slice()),
+                b"text" => text = as_kind(value, 3),
+                _ => {}
+            }
+        }
+        if let Some(t) = text.filter(|_| is_text) {
+            out.push_str(std::str::from_utf8(t).unwrap_or_default());
+        }
+    }
+}
+
+/// The repeated field 1 (Struct entries, list items) of a checked message.
+fn entries(mut buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        while !buf.is_empty() {
+            let (tag, wire) = key(&mut buf).ok()?;
+            if (tag, wire) == (1, WireType::LengthDelimited) {
+                return take(&mut buf).ok();
+            }
+            skip(wire, tag, &mut buf).ok()?;
+        }
+        None
+    })
+}
+
+/// The (key, `Value` bytes) entries of a checked Struct, in wire order.
+fn fields(strukt: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    entries(strukt).map(|mut entry| {
+        if let Some(kv) = canonical_entry(entry) {
+            return kv;
+        }
+        let (mut k, mut v): (&[u8], &[u8]) = (b"", b"");
+        while !entry.is_empty() {
+            let Ok((tag, wire)) = key(&mut entry) else { break };
+            let step = match (tag, wire) {
+                (1, WireType::LengthDelimited) => take(&mut entry).map(|x| k = x),
+                (2, WireType::LengthDelimited) => take(&mut entry).map(|x| v = x),
+                _ => skip(wire, tag, &mut entry),
+            };
+            if step.is_err() {
+                break;
+            }
+        }
+        (k, v)
+    })
+}
+
+/// An entry as encoders write it, key then value and nothing else (the common case, read
+/// without the general loop).
+#[inline]
+fn canonical_entry(mut entry: &[u8]) -> Option<(&[u8], &[u8])> {
+    let k = entry
+        .strip_prefix(&[0x0a])
+        .and_then(|mut e| take(&mut e).ok().map(|k| (k, e)));
+    let (k, rest) = k?;
+    entry = rest.strip_prefix(&[0x12])?;
+    let v = take(&mut entry).ok()?;
+    entry.is_empty().then_some((k, v))
+}
+
+/// The `Value` bytes of a checked Struct's key (the last entry with it wins, as in a map).
+fn field<'a>(strukt: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    fields(strukt)
+        .filter(|(k, _)| *k == name.as_bytes())
+        .last()
+        .map(|(_, v)| v)
+}
+
+/// The body of a checked `Value` if its kind (the last one set wins) is `kind`.
+fn as_kind(mut value: &[u8], kind: u32) -> Option<&[u8]> {
+    // The common case: the value is that one field.
+    if let Some(mut body) = value.strip_prefix(&[(kind << 3 | 2) as u8]) {
+        if let Ok(b) = take(&mut body) {
+            if body.is_empty() {
+                return Some(b);
             }
         }
     }
-    let message = message?;
-    Some(sdk_message(message).map(|(r#type, payload)| SdkFrame {
-        r#type,
-        payload,
-        offset,
-    }))
+    let mut last: Option<(u32, &[u8])> = None;
+    while !value.is_empty() {
+        let (tag, wire) = key(&mut value).ok()?;
+        match (tag, wire) {
+            (3 | 5 | 6, WireType::LengthDelimited) => last = Some((tag, take(&mut value).ok()?)),
+            (1 | 4, WireType::Varint) | (2, WireType::SixtyFourBit) => {
+                skip(wire, tag, &mut value).ok()?;
+                last = Some((tag, b""));
+            }
+            _ => skip(wire, tag, &mut value).ok()?,
+        }
+    }
+    last.filter(|(t, _)| *t == kind).map(|(_, b)| b)
 }
 
-/// `SdkMessage { string type = 1; Struct message = 2; }`
-fn sdk_message(mut buf: &[u8]) -> Result<(String, Value), String> {
-    let (mut ty, mut payload) = (String::new(), None);
+/// Checks a Struct as [`decode_struct`] reads it; `Ok(false)` when a number is not finite.
+fn check_struct(buf: &[u8], depth: u32) -> Result<bool, Bad> {
+    check_struct_finding(buf, depth, b"").map(|(finite, _)| finite)
+}
+
+/// [`check_struct`], also giving the `Value` bytes of the key `find` (the last one wins).
+fn check_struct_finding<'a>(mut buf: &'a [u8], depth: u32, find: &[u8]) -> Result<(bool, Option<&'a [u8]>), Bad> {
+    if depth > MAX_DEPTH {
+        return Err("recursion limit reached");
+    }
+    let (mut finite, mut found) = (true, None);
     while !buf.is_empty() {
         let (tag, wire) = key(&mut buf)?;
+        if (tag, wire) != (1, WireType::LengthDelimited) {
+            skip(wire, tag, &mut buf)?;
+            continue;
+        }
+        let mut entry = take(&mut buf)?;
+        let (mut name, mut value, mut entry_finite): (&[u8], &[u8], bool) = (b"", b"", true);
+        while !entry.is_empty() {
+            let (tag, wire) = key(&mut entry)?;
+            match (tag, wire) {
+                (1, WireType::LengthDelimited) => {
+                    name = take(&mut entry)?;
+                    utf8_ok(name)?;
+                }
+                (2, WireType::LengthDelimited) => {
+                    value = take(&mut entry)?;
+                    entry_finite = check_value(value, depth + 1)?;
+                }
+                _ => skip(wire, tag, &mut entry)?,
+            }
+        }
+        finite &= entry_finite;
+        if !find.is_empty() && name == find {
+            found = Some(value);
+        }
+    }
+    Ok((finite, found))
+}
+
+fn check_value(mut buf: &[u8], depth: u32) -> Result<bool, Bad> {
+    let mut finite = true;
+    while !buf.is_empty() {
+        let (tag, wire) = key(&mut buf)?;
+        // Like the decoder, a later kind replaces an earlier one, non-finite number included.
         match (tag, wire) {
-            (1, WireType::LengthDelimited) => ty = take(&mut buf).and_then(utf8)?,
-            (2, WireType::LengthDelimited) => payload = Some(decode_struct(take(&mut buf)?)?),
+            (1 | 4, WireType::Varint) => finite = varint(&mut buf).map(|_| true)?,
+            (2, WireType::SixtyFourBit) => {
+                if buf.remaining() < 8 {
+                    return Err(UNDERFLOW);
+                }
+                finite = buf.get_f64_le().is_finite();
+            }
+            (3, WireType::LengthDelimited) => finite = utf8_ok(take(&mut buf)?).map(|_| true)?,
+            (5, WireType::LengthDelimited) => finite = check_struct(take(&mut buf)?, depth)?,
+            (6, WireType::LengthDelimited) => finite = check_list(take(&mut buf)?, depth)?,
             _ => skip(wire, tag, &mut buf)?,
         }
     }
-    // A NaN or infinite number anywhere makes the whole payload Null, as before.
-    let payload = match payload {
-        None => Value::Null,
-        Some(fields) => fields.map(Value::Object).unwrap_or(Value::Null),
-    };
-    Ok((ty, payload))
+    Ok(finite)
+}
+
+fn check_list(mut buf: &[u8], depth: u32) -> Result<bool, Bad> {
+    if depth > MAX_DEPTH {
+        return Err("recursion limit reached");
+    }
+    let mut finite = true;
+    while !buf.is_empty() {
+        let (tag, wire) = key(&mut buf)?;
+        if (tag, wire) != (1, WireType::LengthDelimited) {
+            skip(wire, tag, &mut buf)?;
+            continue;
+        }
+        finite &= check_value(take(&mut buf)?, depth + 1)?;
+    }
+    Ok(finite)
 }
 
 /// `Struct { map<string, Value> fields = 1; }`; `Ok(None)` when a number is not finite.
-fn decode_struct(mut buf: &[u8]) -> Result<Option<Map<String, Value>>, String> {
+fn decode_struct(mut buf: &[u8]) -> Result<Option<Map<String, Value>>, Bad> {
     let mut map = Map::new();
     let mut finite = true;
     while !buf.is_empty() {
@@ -104,7 +312,7 @@ fn decode_struct(mut buf: &[u8]) -> Result<Option<Map<String, Value>>, String> {
 
 /// `Value { oneof kind { null = 1; number = 2; string = 3; bool = 4; struct = 5; list = 6; } }`;
 /// `Ok(None)` when a number inside is not finite.
-fn decode_value(mut buf: &[u8]) -> Result<Option<Value>, String> {
+fn decode_value(mut buf: &[u8]) -> Result<Option<Value>, Bad> {
     let mut value = Some(Value::Null);
     while !buf.is_empty() {
         let (tag, wire) = key(&mut buf)?;
@@ -115,7 +323,7 @@ fn decode_value(mut buf: &[u8]) -> Result<Option<Value>, String> {
             }
             (2, WireType::SixtyFourBit) => {
                 if buf.remaining() < 8 {
-                    return Err("buffer underflow".to_string());
+                    return Err(UNDERFLOW);
                 }
                 Number::from_f64(buf.get_f64_le()).map(Value::Number)
             }
@@ -133,7 +341,7 @@ fn decode_value(mut buf: &[u8]) -> Result<Option<Value>, String> {
 }
 
 /// `ListValue { repeated Value values = 1; }`
-fn decode_list(mut buf: &[u8]) -> Result<Option<Value>, String> {
+fn decode_list(mut buf: &[u8]) -> Result<Option<Value>, Bad> {
     let mut items = Vec::new();
     let mut finite = true;
     while !buf.is_empty() {
@@ -150,35 +358,83 @@ fn decode_list(mut buf: &[u8]) -> Result<Option<Value>, String> {
     Ok(finite.then_some(Value::Array(items)))
 }
 
-fn key(buf: &mut &[u8]) -> Result<(u32, WireType), String> {
-    decode_key(buf).map_err(|e| e.to_string())
+/// A malformed frame, said in a few words.
+type Bad = &'static str;
+
+const UNDERFLOW: Bad = "buffer underflow";
+
+#[inline(always)]
+fn key(buf: &mut &[u8]) -> Result<(u32, WireType), Bad> {
+    let k = varint(buf)?;
+    let wire = WireType::try_from(k & 7).map_err(|_| "invalid wire type")?;
+    match u32::try_from(k >> 3) {
+        Ok(tag) if tag > 0 => Ok((tag, wire)),
+        _ => Err("invalid tag"),
+    }
 }
 
-fn varint(buf: &mut &[u8]) -> Result<u64, String> {
-    decode_varint(buf).map_err(|e| e.to_string())
+#[inline(always)]
+fn varint(buf: &mut &[u8]) -> Result<u64, Bad> {
+    match buf.first() {
+        Some(&b) if b < 0x80 => {
+            *buf = &buf[1..];
+            Ok(u64::from(b))
+        }
+        _ => decode_varint(buf).map_err(|_| "invalid varint"),
+    }
 }
 
-fn skip(wire: WireType, tag: u32, buf: &mut &[u8]) -> Result<(), String> {
-    skip_field(wire, tag, buf, DecodeContext::default()).map_err(|e| e.to_string())
+#[inline]
+fn skip(wire: WireType, tag: u32, buf: &mut &[u8]) -> Result<(), Bad> {
+    let fixed = |buf: &mut &[u8], n: usize| match buf.get(n..) {
+        Some(rest) => {
+            *buf = rest;
+            Ok(())
+        }
+        None => Err(UNDERFLOW),
+    };
+    match wire {
+        WireType::Varint => varint(buf).map(drop),
+        WireType::SixtyFourBit => fixed(buf, 8),
+        WireType::ThirtyTwoBit => fixed(buf, 4),
+        WireType::LengthDelimited => take(buf).map(drop),
+        _ => skip_field(wire, tag, buf, DecodeContext::default()).map_err(|_| "invalid group"),
+    }
 }
 
 /// The next length-delimited field's bytes.
-fn take<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], String> {
+#[inline(always)]
+fn take<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], Bad> {
     let len = varint(buf)?;
     if len > buf.len() as u64 {
-        return Err("buffer underflow".to_string());
+        return Err(UNDERFLOW);
     }
     let (field, rest) = buf.split_at(len as usize);
     *buf = rest;
     Ok(field)
 }
 
-fn utf8(bytes: &[u8]) -> Result<String, String> {
-    String::from_utf8(bytes.to_vec()).map_err(|_| "a string is not UTF-8".to_string())
+/// Checks a string without making one (most are ASCII: a word-at-a-time test).
+#[inline]
+fn utf8_ok(bytes: &[u8]) -> Result<(), Bad> {
+    if bytes.is_ascii() || std::str::from_utf8(bytes).is_ok() {
+        Ok(())
+    } else {
+        Err("a string is not UTF-8")
+    }
+}
+
+#[inline]
+fn str_of(bytes: &[u8]) -> Result<&str, Bad> {
+    std::str::from_utf8(bytes).map_err(|_| "a string is not UTF-8")
+}
+
+fn utf8(bytes: &[u8]) -> Result<String, Bad> {
+    str_of(bytes).map(str::to_string)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::proto::{self, run_stream_message::Envelope};
     use prost::Message;
@@ -194,6 +450,48 @@ mod tests {
             offset: offset.map(str::to_string),
         }
         .encode_to_vec()
+    }
+
+    struct Decoded {
+        r#type: String,
+        payload: Value,
+        offset: Option<String>,
+    }
+
+    /// The reader's scan, then the consumer's decode, as one call.
+    fn sdk_frame(frame: &[u8]) -> Option<Result<Decoded, Bad>> {
+        let text = |r: Range<usize>| String::from_utf8(frame[r].to_vec()).unwrap();
+        Some(scan(frame)?.map(|s| Decoded {
+            r#type: text(s.r#type),
+            payload: match (s.message, s.finite) {
+                (Some(m), true) => payload(&frame[m]),
+                _ => Value::Null,
+            },
+            offset: s.offset.map(text),
+        }))
+    }
+
+    /// A length-delimited field, for frames no encoder would write.
+    pub(crate) fn ld(tag: u8, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![tag << 3 | 2];
+        prost::encoding::encode_varint(body.len() as u64, &mut out);
+        out.extend_from_slice(body);
+        out
+    }
+
+    #[test]
+    fn nesting_is_bounded_not_a_stack_overflow() {
+        let nested = |levels: usize| {
+            let mut v = ld(3, b"leaf"); // Value{string}
+            for _ in 0..levels {
+                v = ld(6, &ld(1, &v)); // Value{list: [v]}
+            }
+            let strukt = ld(1, &[ld(1, b"k"), ld(2, &v)].concat());
+            ld(1, &[ld(1, b"assistant"), ld(2, &strukt)].concat())
+        };
+        assert!(scan(&nested(60)).unwrap().is_ok());
+        assert_eq!(scan(&nested(150)).unwrap().unwrap_err(), "recursion limit reached");
+        assert_eq!(scan(&nested(100_000)).unwrap().unwrap_err(), "recursion limit reached");
     }
 
     fn as_doubles(v: Value) -> Value {
@@ -283,5 +581,9 @@ mod tests {
             sdk_frame(&[0x0a, 0x03, 0x0a, 0x01, 0xff]).unwrap().is_err(),
             "type not UTF-8"
         );
+        // A string deep in the payload that is not UTF-8 fails the scan, not a later decode.
+        let bad = ld(1, &[ld(1, b"k"), ld(2, &ld(3, &[0xc3, 0x28]))].concat());
+        let frame = ld(1, &[ld(1, b"assistant"), ld(2, &bad)].concat());
+        assert_eq!(scan(&frame).unwrap().unwrap_err(), "a string is not UTF-8");
     }
 }

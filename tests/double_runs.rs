@@ -24,7 +24,7 @@ fn describe(e: &Event) -> String {
         EventKind::Step => "step",
         EventKind::Result => "result",
     };
-    match e.payload.get("status").and_then(|s| s.as_str()) {
+    match e.payload().get("status").and_then(|s| s.as_str()) {
         Some(s) if e.kind != EventKind::Result => format!("{kind}:{}:{s}", e.r#type),
         _ => format!("{kind}:{}", e.r#type),
     }

@@ -23,7 +23,7 @@ fn full_failing_turn_reports_the_status_message() {
             "{:?}:{}:{}",
             ev.kind,
             ev.r#type,
-            ev.payload.get("status").and_then(|s| s.as_str()).unwrap_or("")
+            ev.payload().get("status").and_then(|s| s.as_str()).unwrap_or("")
         ));
     }
     assert_eq!(kinds[0], "Message:status:RUNNING", "{kinds:?}");
@@ -131,7 +131,7 @@ fn dropped_connection_mid_run_is_recovered() {
     let statuses: Vec<_> = rest
         .iter()
         .filter(|e| e.r#type == "status")
-        .map(|e| e.payload["status"].as_str().unwrap().to_string())
+        .map(|e| e.payload()["status"].as_str().unwrap().to_string())
         .collect();
     // The bridge gives a late subscriber of a live run only its result (bridge-behavior §3.4),
     // so the ERROR status may be missing; RUNNING must not come twice.

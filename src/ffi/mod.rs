@@ -264,6 +264,11 @@ pub(crate) fn owned_string(s: String) -> *mut c_char {
     c_string(s).into_raw()
 }
 
+/// A C copy of `s` in one allocation (interior NULs dropped, as [`c_string`] does).
+pub(crate) fn c_string_of(s: &str) -> CString {
+    CString::new(s.as_bytes()).unwrap_or_else(|_| c_string(s.to_string()))
+}
+
 pub(crate) fn c_string(s: String) -> CString {
     CString::new(s).unwrap_or_else(|e| {
         let mut bytes = e.into_vec();

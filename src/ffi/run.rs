@@ -1,7 +1,8 @@
 //! `cursor_run` and `cursor_event`: polling, waiting, cancelling, push callbacks and a wake
 //! descriptor for event loops.
 
-use std::ffi::{c_char, c_void, CString};
+use std::borrow::Cow;
+use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::{JoinHandle, ThreadId};
@@ -10,7 +11,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::error::{cursor_error, into_raw};
-use super::{c_string, call, cursor_status, handle, json, opt_str, out_ptr, quiet, take_handle, write_string};
+use super::{
+    c_string, c_string_of, call, cursor_status, handle, json, opt_str, out_ptr, quiet, take_handle, write_string,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::run::{Event, EventKind, Next, Run, RunResult, RunStatus};
 
@@ -55,34 +58,69 @@ pub type cursor_event_fn =
 /// One event of a run. Owned by the caller (`cursor_event_free`); its strings are borrowed
 /// until then. Safe to read from any thread.
 pub struct cursor_event {
-    kind: EventKind,
-    r#type: CString,
-    payload: serde_json::Value,
-    /// The payload's JSON text, made on the first `cursor_event_json` (many consumers only
-    /// read the type and the text).
+    event: Event,
+    /// The C strings, each made on first use (many consumers read only the type and text),
+    /// but the text, which the run has joined already.
+    r#type: OnceLock<Cow<'static, CStr>>,
     json: OnceLock<CString>,
     text: Option<CString>,
-    offset: Option<CString>,
+    offset: OnceLock<Option<CString>>,
 }
 
+/// The common event types, as C strings that need no allocation per event.
+const KNOWN_TYPES: [&CStr; 12] = [
+    c"assistant",
+    c"status",
+    c"tool_call",
+    c"thinking",
+    c"system",
+    c"usage",
+    c"user",
+    c"result",
+    c"text-delta",
+    c"thinking-delta",
+    c"tool-call-started",
+    c"tool-call-completed",
+];
+
 impl cursor_event {
-    fn new(e: Event) -> cursor_event {
-        let text = e.text().map(c_string);
+    fn new(mut event: Event) -> cursor_event {
+        // The run has joined the text already (it sums it up); the C string takes it over.
+        let text = event.take_text().map(c_string);
         cursor_event {
-            kind: e.kind,
-            r#type: c_string(e.r#type),
-            payload: e.payload,
+            event,
+            r#type: OnceLock::new(),
             json: OnceLock::new(),
             text,
-            offset: e.offset.map(c_string),
+            offset: OnceLock::new(),
         }
+    }
+
+    fn r#type(&self) -> &CStr {
+        self.r#type.get_or_init(|| {
+            let t = self.event.r#type.as_bytes();
+            match KNOWN_TYPES.iter().find(|k| k.to_bytes() == t) {
+                Some(k) => Cow::Borrowed(*k),
+                None => Cow::Owned(c_string_of(&self.event.r#type)),
+            }
+        })
     }
 
     fn json(&self) -> &CString {
         // `serde_json::to_string`, not `Value::to_string` (Display): it writes straight into a
         // pre-sized buffer instead of going through `fmt::Write` with repeated regrowth.
         self.json
-            .get_or_init(|| c_string(serde_json::to_string(&self.payload).unwrap_or_default()))
+            .get_or_init(|| c_string(serde_json::to_string(self.event.payload()).unwrap_or_default()))
+    }
+
+    fn text(&self) -> Option<&CString> {
+        self.text.as_ref()
+    }
+
+    fn offset(&self) -> Option<&CString> {
+        self.offset
+            .get_or_init(|| self.event.offset.as_deref().map(c_string_of))
+            .as_ref()
     }
 }
 
@@ -438,7 +476,7 @@ pub unsafe extern "C" fn cursor_run_free(r: *mut cursor_run) {
 #[no_mangle]
 pub extern "C" fn cursor_event_kind(e: *const cursor_event) -> cursor_event_kind_t {
     quiet(cursor_event_kind_t::CURSOR_EVENT_MESSAGE, || {
-        match handle(e, "event").map(|e| e.kind) {
+        match handle(e, "event").map(|e| e.event.kind) {
             Ok(EventKind::Delta) => cursor_event_kind_t::CURSOR_EVENT_DELTA,
             Ok(EventKind::Step) => cursor_event_kind_t::CURSOR_EVENT_STEP,
             Ok(EventKind::Result) => cursor_event_kind_t::CURSOR_EVENT_RESULT,
@@ -452,7 +490,7 @@ pub extern "C" fn cursor_event_kind(e: *const cursor_event) -> cursor_event_kind
 #[no_mangle]
 pub extern "C" fn cursor_event_type(e: *const cursor_event) -> *const c_char {
     quiet(std::ptr::null(), || {
-        handle(e, "event").map_or(std::ptr::null(), |e| e.r#type.as_ptr())
+        handle(e, "event").map_or(std::ptr::null(), |e| e.r#type().as_ptr())
     })
 }
 
@@ -472,7 +510,7 @@ pub extern "C" fn cursor_event_text(e: *const cursor_event) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(e, "event")
             .ok()
-            .and_then(|e| e.text.as_ref())
+            .and_then(|e| e.text())
             .map_or(std::ptr::null(), |s| s.as_ptr())
     })
 }
@@ -483,7 +521,7 @@ pub extern "C" fn cursor_event_offset(e: *const cursor_event) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(e, "event")
             .ok()
-            .and_then(|e| e.offset.as_ref())
+            .and_then(|e| e.offset())
             .map_or(std::ptr::null(), |s| s.as_ptr())
     })
 }

@@ -3,6 +3,9 @@
 //! A corrupt or hostile length is rejected against a cap before anything is allocated.
 
 use std::io::{self, Read};
+use std::ops::Range;
+
+use prost::bytes::{Buf, Bytes, BytesMut};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -32,11 +35,38 @@ pub enum Frame {
     End,
 }
 
-/// Reads frames from a byte stream.
+/// The complete frames that one read made available: payload ranges into `data`, which they
+/// share (no copy per frame). `end` is set when the clean end-of-stream frame came last.
+#[derive(Debug, Default)]
+pub struct FrameBatch {
+    pub data: Bytes,
+    pub frames: Vec<Range<usize>>,
+    pub end: bool,
+}
+
+/// What the front of the buffer holds.
+enum Parsed {
+    /// A message frame: its payload range and the frame's full length.
+    Message(Range<usize>, usize),
+    /// A clean end-of-stream frame of this full length.
+    End(usize),
+    /// Not a whole frame yet: this many bytes are needed in all.
+    Incomplete(usize),
+}
+
+/// Least read size: one read of a fast stream then carries hundreds of frames.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Reads frames from a byte stream through one buffer: each read takes whatever the socket
+/// has, and every complete frame in it is handed out at once, so a fast stream costs one
+/// `read` per many frames while a slow one still delivers each frame as soon as it is whole.
 pub struct FrameReader<R> {
     inner: R,
     max_frame: usize,
+    buf: BytesMut,
     ended: bool,
+    /// An error met after frames that were handed out first.
+    failed: Option<Error>,
 }
 
 impl<R: Read> FrameReader<R> {
@@ -44,36 +74,92 @@ impl<R: Read> FrameReader<R> {
         FrameReader {
             inner,
             max_frame,
+            buf: BytesMut::new(),
             ended: false,
+            failed: None,
         }
-    }
-
-    pub fn get_mut(&mut self) -> &mut R {
-        &mut self.inner
-    }
-
-    pub fn into_inner(self) -> R {
-        self.inner
     }
 
     /// The next frame. After the end frame this keeps returning `Frame::End`.
     /// An error end frame becomes the `Err` it carries.
     pub fn next_frame(&mut self) -> Result<Frame> {
-        if self.ended {
-            return Ok(Frame::End);
-        }
-        let mut head = [0u8; 5];
-        match read_full(&mut self.inner, &mut head)? {
-            0 => return Err(Error::protocol("stream closed without an end-of-stream frame")),
-            5 => {}
-            n => {
-                return Err(Error::protocol(format!(
-                    "stream closed inside a frame header ({n} of 5 bytes)"
-                )))
+        loop {
+            if let Some(e) = self.failed.take() {
+                return Err(e);
+            }
+            if self.ended {
+                return Ok(Frame::End);
+            }
+            match self.parse(0)? {
+                Parsed::Message(range, len) => {
+                    let payload = self.buf[range].to_vec();
+                    self.buf.advance(len);
+                    return Ok(Frame::Message(payload));
+                }
+                Parsed::End(len) => {
+                    self.buf.advance(len);
+                    self.ended = true;
+                }
+                Parsed::Incomplete(need) => self.fill(need)?,
             }
         }
-        let flags = head[0];
-        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+    }
+
+    /// Every complete frame available, reading (once, blocking) only when there is none.
+    /// After the end frame this returns empty batches with `end` set. An error that follows
+    /// some frames is returned by the next call, after those frames.
+    pub fn next_batch(&mut self) -> Result<FrameBatch> {
+        loop {
+            if let Some(e) = self.failed.take() {
+                return Err(e);
+            }
+            if self.ended {
+                return Ok(FrameBatch {
+                    end: true,
+                    ..FrameBatch::default()
+                });
+            }
+            let (mut frames, mut pos, mut end, mut need) = (Vec::new(), 0, false, 0);
+            loop {
+                match self.parse(pos) {
+                    Ok(Parsed::Message(range, len)) => {
+                        frames.push(range);
+                        pos += len;
+                    }
+                    Ok(Parsed::End(len)) => {
+                        pos += len;
+                        end = true;
+                        break;
+                    }
+                    Ok(Parsed::Incomplete(n)) => {
+                        need = n;
+                        break;
+                    }
+                    Err(e) if frames.is_empty() => return Err(e),
+                    Err(e) => {
+                        self.failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            if frames.is_empty() && !end {
+                self.fill(need)?;
+                continue;
+            }
+            self.ended = end;
+            let data = self.buf.split_to(pos).freeze();
+            return Ok(FrameBatch { data, frames, end });
+        }
+    }
+
+    /// Looks at the frame starting at `pos` in the buffer; ranges are relative to the buffer.
+    fn parse(&self, pos: usize) -> Result<Parsed> {
+        let buf = &self.buf[pos..];
+        if buf.len() < 5 {
+            return Ok(Parsed::Incomplete(5));
+        }
+        let flags = buf[0];
+        let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
         if len > self.max_frame {
             return Err(Error::protocol(format!(
                 "frame of {len} bytes exceeds the {} byte cap",
@@ -85,18 +171,45 @@ impl<R: Read> FrameReader<R> {
                 "compressed frame received but no compression was negotiated",
             ));
         }
-        let mut payload = vec![0u8; len];
-        let got = read_full(&mut self.inner, &mut payload)?;
-        if got != len {
-            return Err(Error::protocol(format!(
-                "stream closed inside a frame ({got} of {len} bytes)"
-            )));
+        if buf.len() < 5 + len {
+            return Ok(Parsed::Incomplete(5 + len));
         }
         if flags & FLAG_END != 0 {
-            self.ended = true;
-            return end_frame(&payload).map(|_| Frame::End);
+            end_frame(&buf[5..5 + len])?;
+            return Ok(Parsed::End(5 + len));
         }
-        Ok(Frame::Message(payload))
+        Ok(Parsed::Message(pos + 5..pos + 5 + len, 5 + len))
+    }
+
+    /// One read of whatever is available, making room for at least the `need` bytes the
+    /// front frame requires (its length was checked against the cap already).
+    fn fill(&mut self, need: usize) -> Result<()> {
+        let have = self.buf.len();
+        self.buf.reserve(need.saturating_sub(have).max(READ_CHUNK));
+        let room = (self.buf.capacity() - have).min(need.max(READ_CHUNK) * 2);
+        self.buf.resize(have + room, 0);
+        let read = loop {
+            match self.inner.read(&mut self.buf[have..]) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        let n = match read {
+            Ok(n) => n,
+            Err(e) => {
+                self.buf.truncate(have);
+                return Err(io_error(e, "reading stream"));
+            }
+        };
+        self.buf.truncate(have + n);
+        if n > 0 {
+            return Ok(());
+        }
+        Err(Error::protocol(match have {
+            0 => "stream closed without an end-of-stream frame".to_string(),
+            1..=4 => format!("stream closed inside a frame header ({have} of 5 bytes)"),
+            _ => format!("stream closed inside a frame ({} of {} bytes)", have - 5, need - 5),
+        }))
     }
 }
 
@@ -111,21 +224,6 @@ fn end_frame(payload: &[u8]) -> Result<()> {
         Some(err) if !err.is_null() => Err(Error::from_connect_json(err, Some(200))),
         _ => Ok(()),
     }
-}
-
-/// Reads until `buf` is full or EOF; returns how many bytes were read. I/O errors map to
-/// transport/timeout errors.
-fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match r.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_error(e, "reading stream")),
-        }
-    }
-    Ok(filled)
 }
 
 /// Maps an I/O error to the library's error, keeping timeouts distinct.
@@ -218,5 +316,81 @@ mod tests {
         with_end.extend(frames(&[(FLAG_END, b"{}")]));
         let mut r = FrameReader::new(with_end.as_slice(), 16);
         assert_eq!(r.next_frame().unwrap(), Frame::Message(b"payload".to_vec()));
+    }
+
+    /// Yields at most `step` bytes per read, like a socket that has only part of the stream.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+        reads: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            let n = self.step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    fn collect_batches(data: &[u8], step: usize) -> (Vec<Vec<Vec<u8>>>, usize) {
+        let mut r = FrameReader::new(Trickle { data, step, reads: 0 }, 1 << 20);
+        let mut batches = Vec::new();
+        loop {
+            let b = r.next_batch().unwrap();
+            batches.push(b.frames.iter().map(|f| b.data[f.clone()].to_vec()).collect());
+            if b.end {
+                return (batches, r.inner.reads);
+            }
+        }
+    }
+
+    #[test]
+    fn a_batch_is_every_complete_frame_of_one_read() {
+        let big = vec![7u8; 100_000];
+        let data = frames(&[(0, b"a"), (0, b""), (0, &big), (0, b"bc"), (FLAG_END, b"{}")]);
+        let want: Vec<Vec<u8>> = vec![b"a".to_vec(), Vec::new(), big.clone(), b"bc".to_vec()];
+        // Everything at once: one batch, each frame a slice of it.
+        let (batches, _) = collect_batches(&data, usize::MAX);
+        assert_eq!(batches.concat(), want);
+        assert!(batches.len() <= 2, "{} batches", batches.len());
+        // A byte at a time: each frame is handed out as soon as it is whole, never before.
+        let (batches, reads) = collect_batches(&data, 1);
+        assert_eq!(batches.concat(), want);
+        assert!(batches.iter().all(|b| b.len() <= 1));
+        assert!(reads >= data.len());
+        // Odd steps that split headers and payloads.
+        for step in [2, 3, 4, 6, 7, 4096] {
+            assert_eq!(collect_batches(&data, step).0.concat(), want, "step {step}");
+        }
+    }
+
+    #[test]
+    fn an_error_after_frames_comes_after_them() {
+        let mut data = frames(&[(0, b"ok")]);
+        data.extend(frames(&[(
+            FLAG_END,
+            br#"{"error":{"code":"internal","message":"boom"}}"#,
+        )]));
+        let mut r = FrameReader::new(data.as_slice(), 1024);
+        let b = r.next_batch().unwrap();
+        assert_eq!(b.frames.len(), 1);
+        assert!(!b.end);
+        assert_eq!(r.next_batch().unwrap_err().message, "boom");
+        // Truncated inside a frame, after a whole one.
+        let mut data = frames(&[(0, b"ok"), (0, b"hello")]);
+        data.truncate(data.len() - 2);
+        let mut r = FrameReader::new(data.as_slice(), 1024);
+        assert_eq!(r.next_batch().unwrap().frames.len(), 1);
+        let e = r.next_batch().unwrap_err();
+        assert!(e.message.contains("inside a frame (3 of 5 bytes)"), "{e}");
+        // After the clean end: empty batches that say so.
+        let data = frames(&[(FLAG_END, b"{}")]);
+        let mut r = FrameReader::new(data.as_slice(), 1024);
+        assert!(r.next_batch().unwrap().end);
+        let again = r.next_batch().unwrap();
+        assert!(again.end && again.frames.is_empty());
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use prost::Message;
 
 use crate::error::{Error, ErrorKind, Result};
-use frame::{Frame, FrameReader};
+use frame::{Frame, FrameBatch, FrameReader};
 use http::{Aborter, Body, Peer, Request, ResponseHead};
 
 /// Cap on a unary response or error body.
@@ -171,6 +171,12 @@ impl FrameStream {
             Ok(Frame::End) => Ok(None),
             Err(e) => Err(in_call(e, &self.method)),
         }
+    }
+
+    /// Every complete frame that has arrived, reading only when none has (see
+    /// [`FrameReader::next_batch`]).
+    pub fn next_batch(&mut self) -> Result<FrameBatch> {
+        self.reader.next_batch().map_err(|e| in_call(e, &self.method))
     }
 
     /// The next message decoded as `T`.
