@@ -279,7 +279,8 @@ pub enum Next {
 }
 
 enum Item {
-    Event(Event),
+    /// Boxed: the rare case (a fast stream's items are `Sdk`), kept out of the items' size.
+    Event(Box<Event>),
     /// A checked `sdk_message` frame (a range of its batch's data), made an `Event` by the
     /// consumer: the allocations of an event then happen on the thread that frees them.
     Sdk(Range<usize>, SdkScan),
@@ -549,7 +550,7 @@ impl Run {
         let mut inbox = self.inbox.lock();
         loop {
             let event = match inbox.items.next() {
-                Some(Item::Event(e)) => Some(e),
+                Some(Item::Event(e)) => Some(*e),
                 Some(Item::Sdk(frame, scan)) => Some(Event::from_scan(&inbox.data[frame], &scan)),
                 Some(Item::Failed(e)) => {
                     inbox.rx = None; // a failure is always the last item: End from now on
@@ -557,8 +558,8 @@ impl Run {
                 }
                 None => None,
             };
-            if let Some(e) = event {
-                self.account(&e);
+            if let Some(mut e) = event {
+                self.account(&mut e);
                 return Ok(Next::Event(e));
             }
             let Some(rx) = inbox.rx.as_ref() else {
@@ -580,11 +581,13 @@ impl Run {
 
     /// The streamed assistant text is summed up as the consumer takes the messages (on its
     /// thread, where each message's text is read anyway).
-    fn account(&self, e: &Event) {
-        if e.kind == EventKind::Message {
-            if let Some(t) = e.text() {
-                self.shared.summary.lock().assistant_text.push_str(t);
-            }
+    fn account(&self, e: &mut Event) {
+        if (e.kind, e.r#type.as_str()) == (EventKind::Message, "assistant") && e.text.get().is_none() {
+            // Joined here once, and kept by the event: `text()` then costs nothing.
+            e.text = OnceLock::from(e.assistant_text());
+        }
+        if let (EventKind::Message, Some(t)) = (e.kind, e.text()) {
+            self.shared.summary.lock().assistant_text.push_str(t);
         }
     }
 
@@ -915,7 +918,7 @@ impl Reader {
         if !self.run_id_known || ty == b"status" || ty == b"usage" {
             let event = Event::from_scan(frame, &scan);
             self.account(&event);
-            return self.deliver(Item::Event(event));
+            return self.deliver(Item::Event(Box::new(event)));
         }
         self.messages_delivered += 1;
         self.deliver(Item::Sdk(range.clone(), scan))
@@ -969,7 +972,7 @@ impl Reader {
         if event.kind == EventKind::Message {
             self.account(&event);
         }
-        self.deliver(Item::Event(event))
+        self.deliver(Item::Event(Box::new(event)))
     }
 
     /// Updates the summary from an `sdk_message`.

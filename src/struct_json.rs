@@ -47,8 +47,7 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
         let step = key(&mut buf).and_then(|(tag, wire)| match (tag, wire) {
             (1, WireType::LengthDelimited) => take(&mut buf).map(|m| message = Some(m)).map(|_| true),
             (4, WireType::LengthDelimited) => take(&mut buf)
-                .and_then(str_of)
-                .map(|o| offset = Some(at(o.as_bytes())))
+                .and_then(|o| utf8_ok(o).map(|_| offset = Some(at(o))))
                 .map(|_| true),
             (2 | 3 | 5 | 6, _) => Ok(false),
             _ => skip(wire, tag, &mut buf).map(|_| true),
@@ -66,7 +65,11 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
         while !buf.is_empty() {
             let (tag, wire) = key(&mut buf)?;
             match (tag, wire) {
-                (1, WireType::LengthDelimited) => ty = at(str_of(take(&mut buf)?)?.as_bytes()),
+                (1, WireType::LengthDelimited) => {
+                    let t = take(&mut buf)?;
+                    utf8_ok(t)?;
+                    ty = at(t);
+                }
                 (2, WireType::LengthDelimited) => {
                     let m = take(&mut buf)?;
                     let (f, found) = check_struct_finding(m, 0, b"message")?;
@@ -219,6 +222,14 @@ fn check_struct_finding<'a>(mut buf: &'a [u8], depth: u32, find: &[u8]) -> Resul
             continue;
         }
         let mut entry = take(&mut buf)?;
+        if let Some((name, value)) = canonical_entry(entry) {
+            utf8_ok(name)?;
+            finite &= check_value(value, depth + 1)?;
+            if !find.is_empty() && name == find {
+                found = Some(value);
+            }
+            continue;
+        }
         let (mut name, mut value, mut entry_finite): (&[u8], &[u8], bool) = (b"", b"", true);
         while !entry.is_empty() {
             let (tag, wire) = key(&mut entry)?;
@@ -243,6 +254,20 @@ fn check_struct_finding<'a>(mut buf: &'a [u8], depth: u32, find: &[u8]) -> Resul
 }
 
 fn check_value(mut buf: &[u8], depth: u32) -> Result<bool, Bad> {
+    // The common case first: a string, struct or list that is the value's only field.
+    if let Some((&head, mut rest)) = buf.split_first() {
+        if matches!(head, 0x1a | 0x2a | 0x32) {
+            if let Ok(body) = take(&mut rest) {
+                if rest.is_empty() {
+                    return match head {
+                        0x1a => utf8_ok(body).map(|_| true),
+                        0x2a => check_struct(body, depth),
+                        _ => check_list(body, depth),
+                    };
+                }
+            }
+        }
+    }
     let mut finite = true;
     while !buf.is_empty() {
         let (tag, wire) = key(&mut buf)?;

@@ -59,9 +59,9 @@ pub type cursor_event_fn =
 /// until then. Safe to read from any thread.
 pub struct cursor_event {
     event: Event,
-    /// The C strings, each made on first use (many consumers read only the type and text),
-    /// but the text, which the run has joined already.
-    r#type: OnceLock<Cow<'static, CStr>>,
+    /// The C strings: the type (static for the common ones), the text (the run has joined it
+    /// already), the others made on first use.
+    r#type: Cow<'static, CStr>,
     json: OnceLock<CString>,
     text: Option<CString>,
     offset: OnceLock<Option<CString>>,
@@ -87,9 +87,14 @@ impl cursor_event {
     fn new(mut event: Event) -> cursor_event {
         // The run has joined the text already (it sums it up); the C string takes it over.
         let text = event.take_text().map(c_string);
+        let t = event.r#type.as_bytes();
+        let r#type = match KNOWN_TYPES.iter().find(|k| k.to_bytes() == t) {
+            Some(k) => Cow::Borrowed(*k),
+            None => Cow::Owned(c_string_of(&event.r#type)),
+        };
         cursor_event {
             event,
-            r#type: OnceLock::new(),
+            r#type,
             json: OnceLock::new(),
             text,
             offset: OnceLock::new(),
@@ -97,13 +102,7 @@ impl cursor_event {
     }
 
     fn r#type(&self) -> &CStr {
-        self.r#type.get_or_init(|| {
-            let t = self.event.r#type.as_bytes();
-            match KNOWN_TYPES.iter().find(|k| k.to_bytes() == t) {
-                Some(k) => Cow::Borrowed(*k),
-                None => Cow::Owned(c_string_of(&self.event.r#type)),
-            }
-        })
+        &self.r#type
     }
 
     fn json(&self) -> &CString {
