@@ -154,9 +154,9 @@ def main():
     q = a.quick
     n_ping = 200 if q else 2000
     rounds_ping = 1 if q else 3
-    reps_start = 2 if q else 9
+    reps_start = 2 if q else 15
     n_stream = 2000 if q else 200000
-    reps_stream = 1 if q else 3
+    reps_stream = 1 if q else 5
     n_py_stream = 2000 if q else 200000
     n_tools = 100 if q else 2000
     k_first = 8 if q else 40

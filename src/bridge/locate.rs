@@ -100,7 +100,7 @@ fn why_not(path: &Path) -> &'static str {
     }
 }
 
-fn is_executable(path: &Path) -> bool {
+pub(super) fn is_executable(path: &Path) -> bool {
     let Ok(meta) = std::fs::metadata(path) else {
         return false;
     };

@@ -13,6 +13,8 @@ use std::time::Duration;
 use crate::error::{Error, ErrorKind, Result};
 
 #[cfg(unix)]
+mod launcher;
+#[cfg(unix)]
 mod lifeline;
 mod locate;
 #[cfg(unix)]
@@ -145,7 +147,8 @@ mod managed {
             }
             env.extend(opts.env.iter().cloned());
 
-            let (process, startup) = Process::spawn(&launcher, &args, &env, opts.on_stderr_line.clone())?;
+            let (program, args) = super::launcher::command(&launcher, &args);
+            let (process, startup) = Process::spawn(&launcher, &program, &args, &env, opts.on_stderr_line.clone())?;
             let outcome = startup.recv_timeout(opts.startup_timeout);
             let failure = |process: &Process, what: String| {
                 process.terminate(None);

@@ -53,8 +53,10 @@ pub struct Process {
 
 impl Process {
     /// Starts the supervisor and its helper threads. The receiver yields the ready line (or EOF).
+    /// `program` is what the supervisor runs (the launcher, or its node: see `launcher.rs`).
     pub fn spawn(
         launcher: &Path,
+        program: &Path,
         args: &[OsString],
         env: &[(OsString, OsString)],
         sink: Option<LineSink>,
@@ -62,7 +64,7 @@ impl Process {
         let start_err =
             |what: &str, e: std::io::Error| Error::new(ErrorKind::BridgeStartFailed, format!("{what}: {e}"));
         let (ours, theirs) = lifeline::pair().map_err(|e| start_err("cannot create the lifeline socket", e))?;
-        let mut child = supervisor::spawn(launcher, args, env, theirs)?;
+        let mut child = supervisor::spawn(program, args, env, theirs)?;
         let pgid = child.id() as libc::pid_t;
         let pipe = child.stderr.take().expect("stderr is piped");
 
@@ -214,9 +216,10 @@ impl Process {
                 self.wait_until(GRACEFUL_WAIT, gone);
             }
         }
-        // TERM node alone first: the launcher then exits, the supervisor reaps it and its watcher
-        // and exits, and we reap the supervisor, so every process is reaped by its own parent
-        // (signalling the group would orphan them; some container inits reap lazily).
+        // TERM node alone first: the launcher (if node is not run directly) then exits, the
+        // supervisor reaps it and its watcher and exits, and we reap the supervisor, so every
+        // process is reaped by its own parent (signalling the group would orphan them; some
+        // container inits reap lazily).
         if let Some(&pid) = self.node_pid.get() {
             if !self.wait_until(Duration::ZERO, gone) && pid_alive_in_group(pid, self.pgid) {
                 // SAFETY: plain kill(2); pid checked to be in our group just now.
