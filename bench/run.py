@@ -371,6 +371,11 @@ def f(x, nd=1):
     return f"{x:.{nd}f}"
 
 
+def sf(x):
+    """A signed difference: +12.3 or -4.5."""
+    return "-" if x is None else f"{x:+.1f}"
+
+
 def print_table(M):
     rows = []
     p = M["ping"]
@@ -381,15 +386,15 @@ def print_table(M):
                  f"py {f(p['python_sdk']['p99_us'])}", "", ""))
     s = M["startup"]
     rows.append(("Start-up to first ping (ms)", f(s["ours"]["median_ms"]), f"bare {f(s['bare_bridge']['median_ms'])}",
-                 f"py {f(s['python_sdk']['median_ms'])}", f"+{f(s['ours_minus_bare_ms'])} ms vs bare; {f(s['speedup_vs_python'], 2)}x py",
+                 f"py {f(s['python_sdk']['median_ms'])}", f"{sf(s['ours_minus_bare_ms'])} ms vs bare; {f(s['speedup_vs_python'], 2)}x py",
                  "<= bare + 30 ms"))
     rows.append(("  ready / bare+first raw ping (ms)", f(s["ours"]["ready_median_ms"]),
                  f"bare+ping {f(s['bare_bridge']['first_raw_ping_median_ms'])}",
                  f"py launch {f(s['python_sdk']['launch_bridge_median_ms'])}",
-                 f"+{f(s['ours_minus_bare_first_ping_ms'])} ms vs bare+ping", ""))
-    rows.append(("  paired diff vs bare (ms)", f"+{f(s['paired_ours_minus_bare_median_ms'])}",
-                 f"ready +{f(s['paired_ours_ready_minus_bare_ready_median_ms'])}",
-                 f"py +{f(s['paired_python_minus_bare_median_ms'])}", "median of per-repetition differences", ""))
+                 f"{sf(s['ours_minus_bare_first_ping_ms'])} ms vs bare+ping", ""))
+    rows.append(("  paired diff vs bare (ms)", sf(s['paired_ours_minus_bare_median_ms']),
+                 f"ready {sf(s['paired_ours_ready_minus_bare_ready_median_ms'])}",
+                 f"py {sf(s['paired_python_minus_bare_median_ms'])}", "median of per-repetition differences", ""))
     t = M["stream"]
     rows.append(("Stream (events/s), double", f(t["ours"]["median_events_per_s"]), f"raw {f(t['raw_reader']['median_events_per_s'])}",
                  f"py {f(t['python_sdk']['median_events_per_s'])}",

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use crate::client::{Client, AGENTS};
 use crate::error::{Error, ErrorKind, Result};
 use crate::proto::{self, run_stream_message::Envelope};
-use crate::struct_json::{self, SdkScan};
+use crate::struct_json::{self, SdkScan, TextAt};
 use crate::transport::frame::FrameBatch;
 use crate::transport::http::Aborter;
 use crate::transport::{FrameStream, Idempotency};
@@ -88,13 +88,22 @@ impl Event {
     /// A message event from a checked `sdk_message` frame; its payload is decoded on demand.
     fn from_scan(frame: &[u8], scan: &SdkScan) -> Event {
         // The scan checked these strings already.
-        let text = |r: &Range<usize>| std::str::from_utf8(&frame[r.clone()]).unwrap_or_default().to_string();
+        let text = |r: &Range<usize>| struct_json::checked_str(&frame[r.clone()]).to_string();
         Event {
             kind: EventKind::Message,
             r#type: text(&scan.r#type),
             offset: scan.offset.as_ref().map(text),
             payload: OnceLock::new(),
-            text: OnceLock::new(),
+            text: match &scan.text {
+                // The reader found the text; room for a C copy's NUL comes with it.
+                TextAt::One(r) if !r.is_empty() => {
+                    let mut t = String::with_capacity(r.len() + 1);
+                    t.push_str(struct_json::checked_str(&frame[r.clone()]));
+                    OnceLock::from(Some(t))
+                }
+                TextAt::One(_) | TextAt::Empty => OnceLock::from(None),
+                TextAt::Unknown => OnceLock::new(),
+            },
             raw: Some(RawStruct {
                 bytes: scan
                     .message

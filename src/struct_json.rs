@@ -31,6 +31,19 @@ pub(crate) struct SdkScan {
     pub finite: bool,
     /// The `Value` of the payload's `message` key (an assistant message's body), if any.
     pub inner: Option<Range<usize>>,
+    /// Where an assistant message's text is, found while its bytes are at hand.
+    pub text: TextAt,
+}
+
+/// Where an assistant message's text lies.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TextAt {
+    /// Not looked for (not an assistant message), or spread over several blocks.
+    Unknown,
+    /// The message has no text.
+    Empty,
+    /// The text is this one block's string (a range of the frame).
+    One(Range<usize>),
 }
 
 /// `Some` when `frame` is an `sdk_message` envelope (fields 1 and 4 only), checked whole;
@@ -78,12 +91,29 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
                 _ => skip(wire, tag, &mut buf)?,
             }
         }
+        let text = match &inner {
+            Some(i) if finite && &frame[ty.clone()] == b"assistant" => {
+                let (mut blocks, mut one) = (0, None);
+                text_blocks(&frame[i.clone()], |t| {
+                    blocks += 1;
+                    one = Some(at(t));
+                });
+                match (blocks, one) {
+                    (0, _) => TextAt::Empty,
+                    (1, Some(r)) => TextAt::One(r),
+                    _ => TextAt::Unknown,
+                }
+            }
+            None if finite && &frame[ty.clone()] == b"assistant" => TextAt::Empty,
+            _ => TextAt::Unknown,
+        };
         Ok(SdkScan {
             r#type: ty,
             message: body,
             offset,
             finite,
             inner,
+            text,
         })
     })())
 }
@@ -100,6 +130,11 @@ pub(crate) fn payload(message: &[u8]) -> Value {
 /// `Value` of its `message` key from a checked, finite Struct: what `Event::text` reads from
 /// the JSON, without it.
 pub(crate) fn append_assistant_text(inner: &[u8], out: &mut String) {
+    text_blocks(inner, |t| out.push_str(checked_str(t)));
+}
+
+/// Calls `f` with each text block's string, in order (see [`append_assistant_text`]).
+fn text_blocks<'a>(inner: &'a [u8], mut f: impl FnMut(&'a [u8])) {
     let Some(content) = as_kind(inner, 5)
         .and_then(|m| field(m, "content"))
         .and_then(|c| as_kind(c, 6))
@@ -117,7 +152,7 @@ pub(crate) fn append_assistant_text(inner: &[u8], out: &mut String) {
             }
         }
         if let Some(t) = text.filter(|_| is_text) {
-            out.push_str(std::str::from_utf8(t).unwrap_or_default());
+            f(t);
         }
     }
 }
@@ -446,6 +481,17 @@ fn utf8_ok(bytes: &[u8]) -> Result<(), Bad> {
         Ok(())
     } else {
         Err("a string is not UTF-8")
+    }
+}
+
+/// A string the scan checked, as `&str` (ASCII, the common case, without a second full check).
+#[inline]
+pub(crate) fn checked_str(bytes: &[u8]) -> &str {
+    if bytes.is_ascii() {
+        // SAFETY: ASCII bytes are valid UTF-8.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    } else {
+        std::str::from_utf8(bytes).unwrap_or_default()
     }
 }
 
