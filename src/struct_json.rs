@@ -6,10 +6,13 @@
 //! The reader thread [`scan`]s a frame: it checks the whole frame (wire structure, UTF-8,
 //! nesting depth) and notes where its parts lie, allocating nothing. The JSON payload is built
 //! later, only if asked for ([`payload`]), and an assistant message's text is read without it
-//! ([`assistant_text`]). Every other envelope takes the generated decoder.
+//! ([`append_assistant_text`], or the range the scan found). Every other envelope takes the
+//! generated decoder, and so does an `sdk_message` whose message fields repeat on the wire
+//! (protobuf merges those; no encoder writes them).
 //!
 //! The results equal `struct_to_json(prost decode)`: the same JSON, `Null` for a payload holding
-//! a NaN or infinite number, last-wins for repeated fields and map keys, unknown fields skipped.
+//! a NaN or infinite number, last-wins for repeated scalars, oneof kinds and map keys, unknown
+//! fields skipped.
 
 use std::ops::Range;
 
@@ -58,7 +61,7 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
     };
     while !buf.is_empty() {
         let step = key(&mut buf).and_then(|(tag, wire)| match (tag, wire) {
-            (1, WireType::LengthDelimited) => take(&mut buf).map(|m| message = Some(m)).map(|_| true),
+            (1, WireType::LengthDelimited) => take(&mut buf).map(|m| message.replace(m).is_none()),
             (4, WireType::LengthDelimited) => take(&mut buf)
                 .and_then(|o| utf8_ok(o).map(|_| offset = Some(at(o))))
                 .map(|_| true),
@@ -72,7 +75,7 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
         }
     }
     let mut buf = message?;
-    Some((|| {
+    (|| {
         let start = at(buf).start;
         let (mut ty, mut body, mut finite, mut inner) = (start..start, None, true, None);
         while !buf.is_empty() {
@@ -85,6 +88,9 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
                 }
                 (2, WireType::LengthDelimited) => {
                     let m = take(&mut buf)?;
+                    if body.is_some() {
+                        return Ok(None);
+                    }
                     let (f, found) = check_struct_finding(m, 0, b"message")?;
                     (finite, body, inner) = (f, Some(at(m)), found.map(&at));
                 }
@@ -107,15 +113,16 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
             None if finite && &frame[ty.clone()] == b"assistant" => TextAt::Empty,
             _ => TextAt::Unknown,
         };
-        Ok(SdkScan {
+        Ok(Some(SdkScan {
             r#type: ty,
             message: body,
             offset,
             finite,
             inner,
             text,
-        })
-    })())
+        }))
+    })()
+    .transpose()
 }
 
 /// The JSON of a Struct that [`scan`] checked (`Null` if it holds a non-finite number).
@@ -548,6 +555,30 @@ pub(crate) mod tests {
         prost::encoding::encode_varint(body.len() as u64, &mut out);
         out.extend_from_slice(body);
         out
+    }
+
+    #[test]
+    fn repeated_message_fields_take_the_generated_decoder() {
+        let strukt = |k: &[u8], v: &[u8]| ld(1, &[ld(1, k), ld(2, &ld(3, v))].concat());
+        let sdk = |payloads: &[Vec<u8>]| {
+            let mut m = ld(1, b"assistant");
+            for p in payloads {
+                m.extend(ld(2, p));
+            }
+            m
+        };
+        // The payload Struct twice: protobuf merges the two maps.
+        let twice = ld(1, &sdk(&[strukt(b"a", b"1"), strukt(b"b", b"2")]));
+        assert!(scan(&twice).is_none());
+        let generated = proto::RunStreamMessage::decode(twice.as_slice()).unwrap();
+        let Some(Envelope::SdkMessage(m)) = generated.envelope else {
+            panic!()
+        };
+        assert_eq!(m.message.unwrap().fields.len(), 2, "merged");
+        // The sdk_message itself twice.
+        let one = ld(1, &sdk(&[strukt(b"a", b"1")]));
+        assert!(scan(&[one.clone(), one.clone()].concat()).is_none());
+        assert!(scan(&one).unwrap().is_ok());
     }
 
     #[test]
