@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export CURSOR_SDK_BRIDGE_CACHE ?= $(CURDIR)/.cache/bridge
 
-.PHONY: all build test lint demo fetch-bridge header clean bench \
+.PHONY: all build test lint cross-check demo fetch-bridge header clean bench \
 	c-tools c-build c-test c-sanitize c-valgrind c-all install consumer-test
 
 PREFIX ?= /usr/local
@@ -16,13 +16,18 @@ build:
 fetch-bridge:
 	@./scripts/fetch-bridge.sh
 
-## Every test of the project: formatting, lints, unit and integration tests (real bridge + double),
-## then the C suites (plain, ASan+UBSan, valgrind), the install/consumer test, and a quick
-## benchmark run (which never fails on a number, only on a crash).
-test: fetch-bridge lint
+## Every test of the project: formatting, lints (also of the macOS and Windows code paths), unit
+## and integration tests (real bridge + double), then the C suites (plain, ASan+UBSan, valgrind),
+## the install/consumer test, and a quick benchmark run (which never fails on a number, only on a
+## crash).
+test: fetch-bridge lint cross-check
 	$(CARGO) test --workspace --all-targets
 	$(MAKE) --no-print-directory c-all
 	$(MAKE) --no-print-directory bench QUICK=1
+
+## The library type-checked and clippy-clean for macOS (aarch64) and Windows, which CI cannot run.
+cross-check:
+	@./scripts/cross-check.sh
 
 ## --- C ---------------------------------------------------------------------------------------
 ## Installs what the C suites need when missing (cmake, valgrind, pkg-config, gcc/g++; apt, as root).

@@ -534,10 +534,11 @@ pub unsafe extern "C" fn cursor_event_free(e: *mut cursor_event) {
     quiet((), || drop(take_handle(e)));
 }
 
-/// A self-pipe that is readable while events may be pending (POSIX).
+/// A self-pipe that is readable while events may be pending (POSIX; elsewhere never made).
 struct Notifier {
     #[cfg(unix)]
     fds: [i32; 2],
+    #[cfg(unix)]
     signaled: AtomicBool,
 }
 
