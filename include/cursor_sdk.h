@@ -616,7 +616,8 @@ cursor_event_kind_t cursor_event_kind(const cursor_event *e);
 const char *cursor_event_type(const cursor_event *e);
 
 // The event's payload as JSON text (snake_case keys inside messages, as the bridge sends
-// them). Borrowed until `cursor_event_free`.
+// them). Built on the first call (the type and text never need it), so the first call on a
+// large message costs its decoding. Borrowed until `cursor_event_free`.
 const char *cursor_event_json(const cursor_event *e);
 
 // The assistant text this event carries (an "assistant" message's text blocks, or a

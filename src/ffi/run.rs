@@ -494,7 +494,8 @@ pub extern "C" fn cursor_event_type(e: *const cursor_event) -> *const c_char {
 }
 
 /// The event's payload as JSON text (snake_case keys inside messages, as the bridge sends
-/// them). Borrowed until `cursor_event_free`.
+/// them). Built on the first call (the type and text never need it), so the first call on a
+/// large message costs its decoding. Borrowed until `cursor_event_free`.
 #[no_mangle]
 pub extern "C" fn cursor_event_json(e: *const cursor_event) -> *const c_char {
     quiet(std::ptr::null(), || {
