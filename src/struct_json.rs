@@ -165,14 +165,28 @@ fn text_blocks<'a>(inner: &'a [u8], mut f: impl FnMut(&'a [u8])) {
 }
 
 /// The repeated field 1 (Struct entries, list items) of a checked message.
-fn entries(mut buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+fn entries(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+    items(buf).map_while(Result::ok)
+}
+
+/// The repeated field 1 of a message (a Struct's entries, a ListValue's items), other fields
+/// skipped; a malformed field ends it with its error.
+#[inline]
+fn items(mut buf: &[u8]) -> impl Iterator<Item = Result<&[u8], Bad>> {
     std::iter::from_fn(move || {
         while !buf.is_empty() {
-            let (tag, wire) = key(&mut buf).ok()?;
-            if (tag, wire) == (1, WireType::LengthDelimited) {
-                return take(&mut buf).ok();
+            let item = key(&mut buf).and_then(|(tag, wire)| match (tag, wire) {
+                (1, WireType::LengthDelimited) => take(&mut buf).map(Some),
+                _ => skip(wire, tag, &mut buf).map(|_| None),
+            });
+            match item {
+                Ok(Some(item)) => return Some(Ok(item)),
+                Ok(None) => {}
+                Err(e) => {
+                    buf = &[];
+                    return Some(Err(e));
+                }
             }
-            skip(wire, tag, &mut buf).ok()?;
         }
         None
     })
@@ -252,18 +266,13 @@ fn check_struct(buf: &[u8], depth: u32) -> Result<bool, Bad> {
 }
 
 /// [`check_struct`], also giving the `Value` bytes of the key `find` (the last one wins).
-fn check_struct_finding<'a>(mut buf: &'a [u8], depth: u32, find: &[u8]) -> Result<(bool, Option<&'a [u8]>), Bad> {
+fn check_struct_finding<'a>(buf: &'a [u8], depth: u32, find: &[u8]) -> Result<(bool, Option<&'a [u8]>), Bad> {
     if depth > MAX_DEPTH {
         return Err("recursion limit reached");
     }
     let (mut finite, mut found) = (true, None);
-    while !buf.is_empty() {
-        let (tag, wire) = key(&mut buf)?;
-        if (tag, wire) != (1, WireType::LengthDelimited) {
-            skip(wire, tag, &mut buf)?;
-            continue;
-        }
-        let mut entry = take(&mut buf)?;
+    for entry in items(buf) {
+        let mut entry = entry?;
         if let Some((name, value)) = canonical_entry(entry) {
             utf8_ok(name)?;
             finite &= check_value(value, depth + 1)?;
@@ -331,33 +340,23 @@ fn check_value(mut buf: &[u8], depth: u32) -> Result<bool, Bad> {
     Ok(finite)
 }
 
-fn check_list(mut buf: &[u8], depth: u32) -> Result<bool, Bad> {
+fn check_list(buf: &[u8], depth: u32) -> Result<bool, Bad> {
     if depth > MAX_DEPTH {
         return Err("recursion limit reached");
     }
     let mut finite = true;
-    while !buf.is_empty() {
-        let (tag, wire) = key(&mut buf)?;
-        if (tag, wire) != (1, WireType::LengthDelimited) {
-            skip(wire, tag, &mut buf)?;
-            continue;
-        }
-        finite &= check_value(take(&mut buf)?, depth + 1)?;
+    for item in items(buf) {
+        finite &= check_value(item?, depth + 1)?;
     }
     Ok(finite)
 }
 
 /// `Struct { map<string, Value> fields = 1; }`; `Ok(None)` when a number is not finite.
-fn decode_struct(mut buf: &[u8]) -> Result<Option<Map<String, Value>>, Bad> {
+fn decode_struct(buf: &[u8]) -> Result<Option<Map<String, Value>>, Bad> {
     let mut map = Map::new();
     let mut finite = true;
-    while !buf.is_empty() {
-        let (tag, wire) = key(&mut buf)?;
-        if (tag, wire) != (1, WireType::LengthDelimited) {
-            skip(wire, tag, &mut buf)?;
-            continue;
-        }
-        let mut entry = take(&mut buf)?;
+    for entry in items(buf) {
+        let mut entry = entry?;
         let (mut name, mut value) = (String::new(), Some(Value::Null));
         while !entry.is_empty() {
             let (tag, wire) = key(&mut entry)?;
@@ -408,21 +407,16 @@ fn decode_value(mut buf: &[u8]) -> Result<Option<Value>, Bad> {
 }
 
 /// `ListValue { repeated Value values = 1; }`
-fn decode_list(mut buf: &[u8]) -> Result<Option<Value>, Bad> {
-    let mut items = Vec::new();
+fn decode_list(buf: &[u8]) -> Result<Option<Value>, Bad> {
+    let mut values = Vec::new();
     let mut finite = true;
-    while !buf.is_empty() {
-        let (tag, wire) = key(&mut buf)?;
-        if (tag, wire) != (1, WireType::LengthDelimited) {
-            skip(wire, tag, &mut buf)?;
-            continue;
-        }
-        match decode_value(take(&mut buf)?)? {
-            Some(v) => items.push(v),
+    for item in items(buf) {
+        match decode_value(item?)? {
+            Some(v) => values.push(v),
             None => finite = false,
         }
     }
-    Ok(finite.then_some(Value::Array(items)))
+    Ok(finite.then_some(Value::Array(values)))
 }
 
 /// A malformed frame, said in a few words.
