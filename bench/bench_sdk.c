@@ -11,49 +11,28 @@
  */
 #define _GNU_SOURCE
 #include "cursor_sdk.h"
+#include "measure.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* A /proc/self/status field in kB (VmRSS, VmHWM), or -1. */
-static long proc_kb(const char *field) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return -1;
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, field, n) == 0 && line[n] == ':') {
-            v = strtol(line + n + 1, NULL, 10);
-            break;
-        }
-    }
-    fclose(f);
-    return v;
-}
-
-/* Resets VmHWM to the current RSS (Linux >= 4.0), so the peak of one phase can be read. */
-static void reset_hwm(void) {
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (f) {
-        fputs("5", f);
-        fclose(f);
-    }
-}
-
 static void die(const char *what, cursor_status st, cursor_error *err) {
     fprintf(stderr, "bench_sdk: %s failed: %s (%s)\n", what, cursor_status_name(st),
             err ? cursor_error_message(err) : "");
     cursor_error_free(err);
     exit(1);
+}
+
+/* The run's next event, waiting as long as it takes; NULL at the end; a failure exits. */
+static cursor_event *next_event(cursor_run *r) {
+    cursor_event *ev = NULL;
+    cursor_error *err = NULL;
+    cursor_status st = cursor_run_next_event(r, -1, &ev, &err);
+    if (st == CURSOR_END) return NULL;
+    if (st != CURSOR_OK) die("cursor_run_next_event", st, err);
+    return ev;
 }
 
 #define CHECK(what, call)                                                                   \
@@ -141,12 +120,7 @@ static int cmd_stream(const char *opts, long n) {
     cursor_run *r = NULL;
     CHECK("cursor_agent_send", cursor_agent_send(a, msg, NULL, &r, E));
     long events = 0, assistant = 0;
-    for (;;) {
-        cursor_event *ev = NULL;
-        cursor_error *err = NULL;
-        cursor_status st = cursor_run_next_event(r, -1, &ev, &err);
-        if (st == CURSOR_END) break;
-        if (st != CURSOR_OK) die("cursor_run_next_event", st, err);
+    for (cursor_event *ev; (ev = next_event(r));) {
         if (!first) first = now_ns();
         events++;
         const char *ty = cursor_event_type(ev);
@@ -178,12 +152,7 @@ static int cmd_first_event(const char *opts, long k) {
         cursor_run *r = NULL;
         uint64_t t0 = now_ns(), first = 0;
         CHECK("cursor_agent_send", cursor_agent_send(a, "scenario:long:1", NULL, &r, E));
-        for (;;) {
-            cursor_event *ev = NULL;
-            cursor_error *err = NULL;
-            cursor_status st = cursor_run_next_event(r, -1, &ev, &err);
-            if (st == CURSOR_END) break;
-            if (st != CURSOR_OK) die("cursor_run_next_event", st, err);
+        for (cursor_event *ev; (ev = next_event(r));) {
             if (!first) first = now_ns();
             cursor_event_free(ev);
         }
@@ -216,12 +185,7 @@ static int cmd_tools(const char *opts, long n) {
     uint64_t t0 = now_ns();
     CHECK("cursor_agent_send", cursor_agent_send(a, msg, NULL, &r, E));
     char *report = NULL;
-    for (;;) {
-        cursor_event *ev = NULL;
-        cursor_error *err = NULL;
-        cursor_status st = cursor_run_next_event(r, -1, &ev, &err);
-        if (st == CURSOR_END) break;
-        if (st != CURSOR_OK) die("cursor_run_next_event", st, err);
+    for (cursor_event *ev; (ev = next_event(r));) {
         const char *text = cursor_event_text(ev);
         const char *ty = cursor_event_type(ev);
         if (ty && strcmp(ty, "assistant") == 0 && text && strncmp(text, "toolseq ", 8) == 0)

@@ -22,26 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static long proc_kb(const char *field) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return -1;
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, field, n) == 0 && line[n] == ':') {
-            v = strtol(line + n + 1, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return v;
-}
+#include "measure.h"
 
 static void fail(const char *m) {
     fprintf(stderr, "raw_client: %s\n", m);
@@ -273,6 +254,7 @@ static int cmd_stream(const char *url, const char *token, long n) {
                    "Authorization: Bearer %s\r\nContent-Type: application/connect+proto\r\n"
                    "Connect-Protocol-Version: 1\r\nContent-Length: %zu\r\n\r\n",
                    token, m);
+    reset_hwm(); /* as bench_sdk does: the peak of the stream alone */
     long rss0 = proc_kb("VmRSS");
     uint64_t t0 = now_ns(), first = 0;
     write_all(c.fd, req, (size_t)len);

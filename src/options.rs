@@ -18,16 +18,21 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::proto;
 
+/// JSON text that must be an object (NULL or empty means `{}`).
+fn json_object(what: &str, json: Option<&str>) -> Result<Map<String, Value>> {
+    let text = json.map(str::trim).filter(|s| !s.is_empty()).unwrap_or("{}");
+    match serde_json::from_str(text) {
+        Ok(Value::Object(obj)) => Ok(obj),
+        Ok(_) => Err(Error::invalid_argument(format!("{what}: expected a JSON object"))),
+        Err(e) => Err(Error::invalid_argument(format!("{what}: malformed JSON: {e}"))),
+    }
+}
+
 /// Parses JSON text (NULL/empty means `{}`) into `T`, applying `rewrite` first.
 fn parse_with<T: DeserializeOwned>(what: &str, json: Option<&str>, rewrite: fn(&mut Map<String, Value>)) -> Result<T> {
-    let text = json.map(str::trim).filter(|s| !s.is_empty()).unwrap_or("{}");
-    let mut value: Value =
-        serde_json::from_str(text).map_err(|e| Error::invalid_argument(format!("{what}: malformed JSON: {e}")))?;
-    let obj = value
-        .as_object_mut()
-        .ok_or_else(|| Error::invalid_argument(format!("{what}: expected a JSON object")))?;
-    rewrite(obj);
-    decode(what, value)
+    let mut obj = json_object(what, json)?;
+    rewrite(&mut obj);
+    decode(what, Value::Object(obj))
 }
 
 /// Decodes a JSON value into `T`, naming the key path of the first problem.
@@ -68,12 +73,7 @@ fn with_idempotency_key<T: DeserializeOwned>(
     json: Option<&str>,
     rewrite: fn(&mut Map<String, Value>),
 ) -> Result<(T, Option<String>)> {
-    let text = json.map(str::trim).filter(|s| !s.is_empty()).unwrap_or("{}");
-    let mut value: Value =
-        serde_json::from_str(text).map_err(|e| Error::invalid_argument(format!("{what}: malformed JSON: {e}")))?;
-    let obj = value
-        .as_object_mut()
-        .ok_or_else(|| Error::invalid_argument(format!("{what}: expected a JSON object")))?;
+    let mut obj = json_object(what, json)?;
     let key = match obj.remove("idempotencyKey").or_else(|| obj.remove("idempotency_key")) {
         None | Some(Value::Null) => None,
         Some(Value::String(k)) => Some(k),
@@ -83,8 +83,8 @@ fn with_idempotency_key<T: DeserializeOwned>(
             )))
         }
     };
-    rewrite(obj);
-    Ok((decode(what, value)?, key))
+    rewrite(&mut obj);
+    Ok((decode(what, Value::Object(obj))?, key))
 }
 
 /// `ListAgentsOptions` from JSON.

@@ -1309,6 +1309,7 @@ mod tests {
         assert!(lazy.payload.get().is_none(), "text() must not build the payload");
         let eager = Event::from_scan(frame, &scan);
         let json = eager.payload().clone();
+        assert_eq!(Event::from_scan(frame, &scan).into_payload(), json);
         let generated = match <proto::RunStreamMessage as prost::Message>::decode(frame)
             .unwrap()
             .envelope

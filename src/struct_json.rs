@@ -496,13 +496,10 @@ pub(crate) fn checked_str(bytes: &[u8]) -> &str {
     }
 }
 
-#[inline]
-fn str_of(bytes: &[u8]) -> Result<&str, Bad> {
-    std::str::from_utf8(bytes).map_err(|_| "a string is not UTF-8")
-}
-
 fn utf8(bytes: &[u8]) -> Result<String, Bad> {
-    str_of(bytes).map(str::to_string)
+    std::str::from_utf8(bytes)
+        .map(str::to_string)
+        .map_err(|_| "a string is not UTF-8")
 }
 
 #[cfg(test)]

@@ -32,6 +32,17 @@ struct State {
     late: bool,
 }
 
+impl State {
+    fn new(late: bool) -> State {
+        State {
+            freed: AtomicUsize::new(0),
+            calls: AtomicUsize::new(0),
+            pending: Mutex::new(vec![]),
+            late,
+        }
+    }
+}
+
 unsafe extern "C" fn on_tool(user_data: *mut c_void, call: *mut cursor_tool_call) {
     let state = &*(user_data as *const State);
     state.calls.fetch_add(1, Ordering::SeqCst);
@@ -111,12 +122,7 @@ fn c_tools_answer_now_or_later_and_release_user_data_once() {
     let sb = Sandbox::new();
     unsafe {
         let c = client_for(&sb);
-        let state = Arc::new(State {
-            freed: AtomicUsize::new(0),
-            calls: AtomicUsize::new(0),
-            pending: Mutex::new(vec![]),
-            late: false,
-        });
+        let state = Arc::new(State::new(false));
         let name = cs("ctool");
         let schema = cs(r#"{"type":"object"}"#);
         let st = cursor_client_add_tool(
@@ -151,12 +157,7 @@ fn c_tool_completed_later_from_another_thread() {
     let sb = Sandbox::new();
     unsafe {
         let c = client_for(&sb);
-        let state = Arc::new(State {
-            freed: AtomicUsize::new(0),
-            calls: AtomicUsize::new(0),
-            pending: Mutex::new(vec![]),
-            late: true,
-        });
+        let state = Arc::new(State::new(true));
         let st = cursor_client_add_tool(
             c,
             cs("ctool").as_ptr(),
@@ -194,12 +195,7 @@ fn c_tool_registration_errors_leave_user_data_with_the_caller() {
     let sb = Sandbox::new();
     unsafe {
         let c = client_for(&sb);
-        let state = State {
-            freed: AtomicUsize::new(0),
-            calls: AtomicUsize::new(0),
-            pending: Mutex::new(vec![]),
-            late: false,
-        };
+        let state = State::new(false);
         let data = &state as *const State as *mut c_void;
         let mut err = ptr::null_mut();
         for (name, schema, f) in [

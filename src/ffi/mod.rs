@@ -240,6 +240,20 @@ pub(crate) fn opt_str<'a>(p: *const c_char, name: &str) -> Result<Option<&'a str
     }
 }
 
+/// A JSON text argument, parsed (bad JSON is an error that names the argument).
+pub(crate) fn json_arg(p: *const c_char, name: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(arg_str(p, name)?).map_err(|e| Error::invalid_argument(format!("{name}: malformed JSON: {e}")))
+}
+
+/// An optional JSON text argument (NULL means absent).
+pub(crate) fn opt_json(p: *const c_char, name: &str) -> Result<Option<serde_json::Value>> {
+    if p.is_null() {
+        Ok(None)
+    } else {
+        json_arg(p, name).map(Some)
+    }
+}
+
 /// Checks an out-pointer and clears what it points to.
 pub(crate) fn out_ptr<T>(out: *mut *mut T, name: &str) -> Result<()> {
     if out.is_null() {

@@ -604,3 +604,33 @@ impl Notifier {
     fn signal(&self) {}
     fn clear(&self) {}
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn event_strings_static_for_common_types_copied_for_others() {
+        let known = cursor_event::new(Event::new(EventKind::Message, "assistant", json!({}), None));
+        assert!(matches!(known.r#type, Cow::Borrowed(_)));
+        assert_eq!(known.r#type(), c"assistant");
+        let payload = json!({"message": {"content": [{"type": "text", "text": "hi"}]}});
+        let other = cursor_event::new(Event::new(EventKind::Message, "future_type", payload, Some("7".into())));
+        assert!(matches!(other.r#type, Cow::Owned(_)));
+        assert_eq!(other.r#type(), c"future_type");
+        assert_eq!(other.offset().map(CString::as_c_str), Some(c"7"));
+        assert_eq!(other.text(), None, "only assistant messages carry text");
+        let text = cursor_event::new(Event::new(
+            EventKind::Message,
+            "assistant",
+            json!({"message": {"content": [{"type": "text", "text": "hi"}]}}),
+            None,
+        ));
+        assert_eq!(text.text().map(CString::as_c_str), Some(c"hi"));
+        assert_eq!(
+            text.json().to_str().unwrap(),
+            r#"{"message":{"content":[{"text":"hi","type":"text"}]}}"#
+        );
+    }
+}

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::client::cursor_client;
 use super::error::cursor_error;
-use super::{arg_str, c_string, call, cursor_status, handle, opt_str, out_ptr, quiet, take_handle};
+use super::{arg_str, c_string, call, cursor_status, handle, json_arg, opt_json, opt_str, out_ptr, quiet, take_handle};
 use crate::client::{Client, ClientOptions};
 use crate::error::Error;
 use crate::tools::{Store, Tool, ToolCall, ToolCompletion, ToolHandler};
@@ -132,11 +132,7 @@ pub unsafe extern "C" fn cursor_client_add_tool(
         let client = &handle(c, "client")?.client;
         let name = arg_str(name, "name")?;
         let description = opt_str(description, "description")?.unwrap_or("");
-        let schema = match opt_str(input_schema_json, "input_schema_json")? {
-            None => Value::Null,
-            Some(text) => serde_json::from_str(text)
-                .map_err(|e| Error::invalid_argument(format!("input_schema_json: malformed JSON: {e}")))?,
-        };
+        let schema = opt_json(input_schema_json, "input_schema_json")?.unwrap_or(Value::Null);
         let Some(f) = r#fn else {
             return Err(Error::invalid_argument("fn is NULL"));
         };
@@ -206,8 +202,7 @@ pub unsafe extern "C" fn cursor_tool_call_complete(
 ) -> cursor_status {
     super::call(err, || {
         let c = handle(call, "call")?;
-        let value: Value = serde_json::from_str(arg_str(result_json, "result_json")?)
-            .map_err(|e| Error::invalid_argument(format!("result_json: malformed JSON: {e}")))?;
+        let value = json_arg(result_json, "result_json")?;
         c.done.complete(Ok(value))?;
         Ok(cursor_status::CURSOR_OK)
     })
@@ -316,6 +311,18 @@ pub unsafe extern "C" fn cursor_client_new_with_store(
     })
 }
 
+/// The reply behind a callback's pointer, if it was not answered yet.
+///
+/// # Safety
+/// `reply` must be NULL or the pointer passed to the running callback.
+unsafe fn unanswered<'a>(reply: *mut cursor_store_reply) -> crate::error::Result<&'a mut cursor_store_reply> {
+    let r = reply.as_mut().ok_or_else(|| Error::invalid_argument("reply is NULL"))?;
+    if r.answer.is_some() {
+        return Err(Error::usage("this store call was already answered"));
+    }
+    Ok(r)
+}
+
 /// Replies to a store call with its output: JSON text, or NULL for a null result (a miss, a
 /// delete). Once per call, before the callback returns (a second reply is `CURSOR_E_USAGE`).
 ///
@@ -328,17 +335,8 @@ pub unsafe extern "C" fn cursor_store_reply_ok(
     err: *mut *mut cursor_error,
 ) -> cursor_status {
     call(err, || {
-        let r = reply.as_mut().ok_or_else(|| Error::invalid_argument("reply is NULL"))?;
-        if r.answer.is_some() {
-            return Err(Error::usage("this store call was already answered"));
-        }
-        let output = match opt_str(output_json, "output_json")? {
-            None => None,
-            Some(text) => Some(
-                serde_json::from_str::<Value>(text)
-                    .map_err(|e| Error::invalid_argument(format!("output_json: malformed JSON: {e}")))?,
-            ),
-        };
+        let r = unanswered(reply)?;
+        let output = opt_json(output_json, "output_json")?;
         r.answer = Some(Ok(output.filter(|v| !v.is_null())));
         Ok(cursor_status::CURSOR_OK)
     })
@@ -356,10 +354,7 @@ pub unsafe extern "C" fn cursor_store_reply_error(
     err: *mut *mut cursor_error,
 ) -> cursor_status {
     call(err, || {
-        let r = reply.as_mut().ok_or_else(|| Error::invalid_argument("reply is NULL"))?;
-        if r.answer.is_some() {
-            return Err(Error::usage("this store call was already answered"));
-        }
+        let r = unanswered(reply)?;
         r.answer = Some(Err(arg_str(message, "message")?.to_string()));
         Ok(cursor_status::CURSOR_OK)
     })
