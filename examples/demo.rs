@@ -81,7 +81,7 @@ fn run(model: &str, prompt: Option<&str>) -> cursor_sdk::Result<ExitCode> {
         print!("{}", chunk?);
         let _ = std::io::stdout().flush();
     }
-    let result = run.wait(None)?;
+    let result = run.wait()?;
     let _ = agent.close();
     println!();
     match result.status {

@@ -5,10 +5,11 @@ use std::io::Read;
 
 use parking_lot::Mutex;
 
-use crate::client::{Client, AGENTS};
-use crate::error::{Error, Result};
+use crate::client::Client;
+use crate::error::{Error, ErrorKind, Result};
+use crate::link::AGENTS;
 use crate::proto;
-use crate::run::{Origin, Run};
+use crate::run::{Run, RunCtx};
 use crate::transport::{FrameStream, Idempotency};
 
 /// A local or cloud agent known to the bridge.
@@ -18,6 +19,7 @@ pub struct Agent {
     cwd: Option<String>,
     api_key: String,
     model: Mutex<Option<proto::ModelSelection>>,
+    reclaim_stale_runs: std::sync::atomic::AtomicBool,
 }
 
 impl Agent {
@@ -34,7 +36,14 @@ impl Agent {
             cwd,
             api_key,
             model: Mutex::new(model),
+            reclaim_stale_runs: Default::default(),
         }
+    }
+
+    /// Makes every send of this agent take it over from a stale run (see [`Agent::send_full`]).
+    pub fn set_reclaim_stale_runs(&self, on: bool) {
+        self.reclaim_stale_runs
+            .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn id(&self) -> &str {
@@ -90,6 +99,21 @@ impl Agent {
         opts: proto::SendOptions,
         idempotency_key: Option<String>,
     ) -> Result<Run> {
+        self.send_full(message, opts, idempotency_key, false)
+    }
+
+    /// `send` with every request-level choice. The bridge refuses a send while the agent has an
+    /// active run; when that run is one this client does not stream (made by another bridge
+    /// process, e.g. the `queued` run of every create, or left `running` by a bridge that died),
+    /// the refusal is `StaleRun`, naming the run. With `reclaim_stale_runs` (or
+    /// [`Agent::set_reclaim_stale_runs`]) such a run is cancelled by id and the send made again.
+    pub fn send_full(
+        &self,
+        message: proto::UserMessage,
+        opts: proto::SendOptions,
+        idempotency_key: Option<String>,
+        reclaim_stale_runs: bool,
+    ) -> Result<Run> {
         let model = opts.model.clone();
         let req = proto::SendRequest {
             agent_id: self.id.clone(),
@@ -97,7 +121,25 @@ impl Agent {
             options: Some(opts),
             idempotency_key,
         };
-        let run = Run::start_send(&self.client, self.origin(), &req)?;
+        let reclaim = reclaim_stale_runs || self.reclaim_stale_runs.load(std::sync::atomic::Ordering::Relaxed);
+        let run = match Run::start_send(self.run_ctx()?, &req) {
+            Err(e) if e.kind == ErrorKind::Busy => {
+                let cwd = self.client.cwd_or_workspace(self.cwd.as_deref().unwrap_or(""));
+                match self.client.stale_run(&self.id, &cwd) {
+                    Ok(Some(run_id)) if reclaim => {
+                        crate::log::emit(
+                            crate::log::Level::Info,
+                            &format!("agent {}: cancelling stale run {run_id} to send", self.id),
+                        );
+                        self.client.cancel_run(&self.id, &run_id, Some(&cwd))?;
+                        Run::start_send(self.run_ctx()?, &req)?
+                    }
+                    Ok(Some(run_id)) => return Err(stale_run_error(&self.id, &run_id, &e)),
+                    _ => return Err(e),
+                }
+            }
+            other => other?,
+        };
         if let Some(m) = model.filter(|m| !m.id.is_empty()) {
             self.set_model(m);
         }
@@ -106,14 +148,18 @@ impl Agent {
 
     /// Opens the durable event stream of one of this agent's runs, after `after_offset`.
     pub fn observe(&self, run_id: &str, after_offset: Option<&str>) -> Result<Run> {
-        Run::open_observe(&self.client, self.origin(), run_id, after_offset)
+        Run::open_observe(self.run_ctx()?, run_id, after_offset)
     }
 
-    fn origin(&self) -> Origin {
-        Origin {
+    /// Where this agent's runs live: the current bridge (started if needed).
+    fn run_ctx(&self) -> Result<RunCtx> {
+        Ok(RunCtx {
+            link: self.client.link().clone(),
+            conn: self.client.connection()?,
+            _keep: self.client.keep_alive(),
             agent_id: self.id.clone(),
             cwd: self.cwd.clone().unwrap_or_default(),
-        }
+        })
     }
 
     /// Fresh metadata from the store.
@@ -195,7 +241,7 @@ impl Agent {
             agent_id: self.id.clone(),
             path: path.to_string(),
         };
-        let mut stream = self.client.stream(AGENTS, "DownloadArtifact", &req)?;
+        let (_, mut stream) = self.client.stream(AGENTS, "DownloadArtifact", &req)?;
         // Surface errors (unknown agent, local agent) now rather than on first read.
         let first = next_chunk(&mut stream)?;
         Ok(ArtifactReader {
@@ -225,6 +271,21 @@ impl Agent {
         }
         self.client.list_runs(&self.id, opts)
     }
+}
+
+fn stale_run_error(agent_id: &str, run_id: &str, refusal: &Error) -> Error {
+    let mut e = Error::new(
+        ErrorKind::StaleRun,
+        format!(
+            "agent {agent_id} is held by run {run_id}, which no bridge of this client is running (another \
+             bridge process made it, or its bridge died); cancel it by id (cursor_client_cancel_run / \
+             Client::cancel_run) or send with \"reclaimStaleRuns\": true to take the agent over"
+        ),
+    );
+    e.connect_code = refusal.connect_code.clone();
+    e.http_status = refusal.http_status;
+    e.details_mut().run_id = Some(run_id.to_string());
+    e
 }
 
 fn next_chunk(stream: &mut FrameStream) -> Result<Option<Vec<u8>>> {

@@ -1,8 +1,9 @@
 //! The blocking, thread-safe client: owns (or attaches to) one bridge and speaks `sdk.v1` to it.
 //!
-//! A managed bridge starts lazily on the first call (or at once with `eager`). When it dies, the
-//! call that notices fails with `BridgeExited` (carrying its stderr tail) and the next call starts
-//! a fresh one; agents live in the bridge's memory, so they must then be resumed.
+//! A managed bridge starts lazily on the first call (or at once with `eager`). What happens when
+//! it dies is the link's policy (`link.rs`): the call that notices fails with `BridgeExited`
+//! (carrying its stderr tail) and the next call starts a fresh one; agents live in the bridge's
+//! memory, so they must then be resumed.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -17,14 +18,11 @@ use crate::agent::Agent;
 use crate::bridge::{LaunchOptions, ManagedBridge};
 use crate::callback::CallbackServer;
 use crate::error::{Error, ErrorKind, Result};
+use crate::link::{CallOpts, Connection, Link, AGENTS, CATALOG, CONTROL};
 use crate::options;
 use crate::proto;
 use crate::tools::{Registry, Store, Tool, DEFAULT_TOOL_TIMEOUT};
 use crate::transport::{FrameStream, Idempotency, Transport, TransportOptions};
-
-pub(crate) const CONTROL: &str = "sdk.v1.SdkBridgeControlService";
-pub(crate) const AGENTS: &str = "sdk.v1.SdkAgentService";
-pub(crate) const CATALOG: &str = "sdk.v1.SdkCursorService";
 
 /// How to reach a bridge. Every field is optional; JSON keys are camelCase (snake_case accepted).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -45,18 +43,24 @@ pub struct ClientOptions {
     /// Bearer token of the attached bridge. Default: `CURSOR_SDK_BRIDGE_TOKEN`.
     #[serde(alias = "bridge_token")]
     pub bridge_token: Option<String>,
-    /// Time allowed for a launched bridge to print its ready line (default 30 000).
+    /// Time allowed for a launched bridge to print its ready line (default 30 000; 1 to 600 000).
     #[serde(alias = "startup_timeout_ms")]
     pub startup_timeout_ms: Option<u64>,
-    /// Deadline of each unary call (default 60 000).
+    /// Deadline of each call to the bridge, retries included, and of a stream's opening (default
+    /// 60 000; 1 to 86 400 000).
     #[serde(alias = "request_timeout_ms")]
     pub request_timeout_ms: Option<u64>,
-    /// A stream silent for this long (no event, no keepalive) is dead (default 60 000).
+    /// A stream silent for this long (no event, no keepalive) is dead (default 60 000; 1 to
+    /// 86 400 000). The bridge sends a keepalive after 15 s of silence.
     #[serde(alias = "stream_idle_timeout_ms")]
     pub stream_idle_timeout_ms: Option<u64>,
-    /// Cap on one stream frame (default 64 MiB).
+    /// Cap on one stream frame (default 64 MiB; 1 KiB to 1 GiB).
     #[serde(alias = "max_frame_bytes")]
     pub max_frame_bytes: Option<usize>,
+    /// How often a read-only call is retried on unavailable, rate-limited or lost connections
+    /// (default 0, as the official SDKs; at most 10).
+    #[serde(alias = "max_retries")]
+    pub max_retries: Option<u32>,
     /// Forward `--verbose` to the bridge (its per-RPC trace goes to the log sink).
     #[serde(default)]
     pub verbose: bool,
@@ -71,7 +75,8 @@ pub struct ClientOptions {
     /// `Client::with_store` / `cursor_client_set_store`).
     #[serde(default, alias = "local_store")]
     pub local_store: Option<serde_json::Value>,
-    /// How long a custom tool call may take before it is answered with an error (300 000).
+    /// How long a custom tool call may take before it is answered with an error (300 000; 1 to
+    /// 86 400 000).
     #[serde(alias = "tool_timeout_ms")]
     pub tool_timeout_ms: Option<u64>,
     /// Extra command-line arguments for a launched bridge.
@@ -88,7 +93,46 @@ impl ClientOptions {
         if !value.is_object() {
             return Err(Error::invalid_argument("client options: expected a JSON object"));
         }
-        options::decode("client options", value)
+        let opts: ClientOptions = options::decode("client options", value)?;
+        opts.validate()?;
+        Ok(opts)
+    }
+
+    /// Refuses values that would break every later call, naming the key.
+    pub fn validate(&self) -> Result<()> {
+        const DAY_MS: u64 = 86_400_000;
+        let range = |key: &str, v: Option<u64>, lo: u64, hi: u64| match v {
+            Some(v) if v < lo || v > hi => Err(Error::invalid_argument(format!(
+                "client options: {key}: must be between {lo} and {hi} (got {v})"
+            ))),
+            _ => Ok(()),
+        };
+        range("startupTimeoutMs", self.startup_timeout_ms, 1, 600_000)?;
+        range("requestTimeoutMs", self.request_timeout_ms, 1, DAY_MS)?;
+        range("streamIdleTimeoutMs", self.stream_idle_timeout_ms, 1, DAY_MS)?;
+        range("toolTimeoutMs", self.tool_timeout_ms, 1, DAY_MS)?;
+        range("maxFrameBytes", self.max_frame_bytes.map(|v| v as u64), 1024, 1 << 30)?;
+        range("maxRetries", self.max_retries.map(u64::from), 0, 10)?;
+        if let Some(url) = &self.bridge_url {
+            crate::transport::http::check_base_url(url)
+                .map_err(|e| Error::invalid_argument(format!("client options: bridgeUrl: {}", e.message)))?;
+        }
+        if let Some(token) = &self.bridge_token {
+            if token.trim().is_empty() || token.trim().bytes().any(|b| b.is_ascii_control() || b == b' ') {
+                return Err(Error::invalid_argument(
+                    "client options: bridgeToken: empty or contains spaces or control characters",
+                ));
+            }
+        }
+        if let Some(w) = &self.workspace {
+            if !w.is_dir() {
+                return Err(Error::invalid_argument(format!(
+                    "client options: workspace: {} is not a directory",
+                    w.display()
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -123,60 +167,41 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
-/// A live connection: the transport plus the bridge we launched, if any.
-pub(crate) struct Connection {
-    pub transport: Transport,
-    bridge: Option<ManagedBridge>,
-}
-
-impl Connection {
-    fn dead(&self) -> Option<Error> {
-        self.bridge.as_ref().and_then(ManagedBridge::exit_error)
-    }
-
-    fn stop(&self) {
-        if let Some(bridge) = &self.bridge {
-            let shutdown = || {
-                self.transport
-                    .unary::<_, proto::ShutdownResponse>(
-                        CONTROL,
-                        "Shutdown",
-                        &proto::ShutdownRequest { grace_seconds: 0 },
-                        Idempotency::NotIdempotent,
-                        Some(Duration::from_secs(2)),
-                    )
-                    .is_ok()
-            };
-            bridge.stop(Some(&shutdown));
-        }
-    }
-}
-
 struct Inner {
     opts: ClientOptions,
     workspace: PathBuf,
-    api_key: Option<String>,
     attach: Option<(String, String)>,
-    conn: Mutex<Option<Arc<Connection>>>,
-    closed: Mutex<bool>,
-    live_runs: Mutex<std::collections::HashSet<String>>,
+    link: Arc<Link>,
     registry: Arc<Registry>,
     callbacks: Mutex<Option<Arc<CallbackServer>>>,
 }
 
-impl Drop for Inner {
-    fn drop(&mut self) {
-        if let Some(server) = self.callbacks.get_mut().take() {
-            server.stop();
+impl Inner {
+    /// Stops the bridge, then the callback server (waiting for callbacks in progress). In a
+    /// forked child nothing is stopped: the bridge and the threads belong to the parent.
+    fn shutdown(&self) {
+        self.link.shutdown();
+        if self.link.is_foreign() {
+            if let Some(mut slot) = self.callbacks.try_lock() {
+                std::mem::forget(slot.take());
+            }
+            return;
         }
-        if let Some(conn) = self.conn.get_mut().take() {
-            conn.stop();
+        let server = self.callbacks.lock().take();
+        if let Some(server) = server {
+            server.stop();
         }
     }
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
 /// The client. Cheap to clone and share across threads; the bridge stops when the last clone
-/// (and every agent made from it) is dropped, or on `shutdown()`.
+/// (and every agent and run made from it) is dropped, or on `shutdown()`.
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -195,6 +220,7 @@ impl Client {
     }
 
     fn build(opts: ClientOptions, store: Option<Arc<dyn Store>>) -> Result<Client> {
+        opts.validate()?;
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let url = opts.bridge_url.clone().or_else(|| env("CURSOR_SDK_BRIDGE_URL"));
         let token = opts
@@ -225,15 +251,18 @@ impl Client {
             .clone()
             .filter(|k| !k.is_empty())
             .or_else(|| env("CURSOR_API_KEY"));
+        let link = Link::new(
+            Duration::from_millis(opts.request_timeout_ms.unwrap_or(60_000)),
+            opts.max_retries.unwrap_or(0),
+            workspace.to_string_lossy().into_owned(),
+            api_key,
+        );
         let client = Client {
             inner: Arc::new(Inner {
                 opts,
                 workspace,
-                api_key,
                 attach,
-                conn: Mutex::new(None),
-                closed: Mutex::new(false),
-                live_runs: Mutex::new(Default::default()),
+                link: Arc::new(link),
                 registry: Arc::new(Registry::new(store, tool_timeout)),
                 callbacks: Mutex::new(None),
             }),
@@ -256,7 +285,18 @@ impl Client {
 
     /// The API key the client sends by default, if any.
     pub fn api_key(&self) -> Option<&str> {
-        self.inner.api_key.as_deref()
+        self.inner.link.default_key()
+    }
+
+    /// The link every call goes through (shared with agents and runs).
+    pub(crate) fn link(&self) -> &Arc<Link> {
+        &self.inner.link
+    }
+
+    /// Keeps the client (and so its bridge) alive for as long as a run needs it, without the
+    /// run depending on the client type.
+    pub(crate) fn keep_alive(&self) -> Arc<dyn std::any::Any + Send + Sync> {
+        self.inner.clone()
     }
 
     /// True when the client attached to an external bridge rather than launching one.
@@ -271,8 +311,8 @@ impl Client {
 
     /// The launched bridge's stderr tail (empty when attached or not started).
     pub fn bridge_stderr_tail(&self) -> String {
-        let conn = self.inner.conn.lock().clone();
-        conn.and_then(|c| c.bridge.as_ref().map(ManagedBridge::stderr_tail))
+        let conn = self.inner.link.existing();
+        conn.and_then(|c| c.bridge().map(ManagedBridge::stderr_tail))
             .unwrap_or_default()
     }
 
@@ -281,8 +321,8 @@ impl Client {
         if let Some((url, _)) = &self.inner.attach {
             return Some(url.clone());
         }
-        let conn = self.inner.conn.lock().clone();
-        conn.and_then(|c| c.bridge.as_ref().map(|b| b.base_url().to_string()))
+        let conn = self.inner.link.existing();
+        conn.and_then(|c| c.bridge().map(|b| b.base_url().to_string()))
     }
 
     /// URL and token of the bridge in use, so another client (or process) can attach to it.
@@ -295,7 +335,7 @@ impl Client {
             });
         }
         let conn = self.connection()?;
-        let bridge = conn.bridge.as_ref().ok_or_else(|| Error::internal("no bridge"))?;
+        let bridge = conn.bridge().ok_or_else(|| Error::internal("no bridge"))?;
         Ok(BridgeEndpoint {
             url: bridge.base_url().to_string(),
             token: bridge.token().to_string(),
@@ -316,41 +356,21 @@ impl Client {
 
     /// The launched bridge's node pid, if one runs.
     pub fn bridge_pid(&self) -> Option<u32> {
-        let conn = self.inner.conn.lock().clone();
-        conn.and_then(|c| c.bridge.as_ref().map(|b| b.ready().pid))
+        let conn = self.inner.link.existing();
+        conn.and_then(|c| c.bridge().map(|b| b.ready().pid))
     }
 
-    /// Stops a launched bridge (Shutdown RPC, then signals; bounded) and refuses later calls.
-    /// Idempotent and safe from any thread. An attached bridge is left running.
+    /// Stops a launched bridge (`Shutdown` for up to 1 s, then signals; a few seconds at worst),
+    /// then the callback server, and refuses later calls. Idempotent and safe from any thread.
+    /// An attached bridge is left running.
     pub fn shutdown(&self) {
-        *self.inner.closed.lock() = true;
-        let conn = self.inner.conn.lock().take();
-        if let Some(conn) = conn {
-            conn.stop();
-        }
-        let server = self.inner.callbacks.lock().take();
-        if let Some(server) = server {
-            server.stop();
-        }
+        self.inner.shutdown();
     }
 
+    /// The live connection, launching the bridge if there is none (see `link.rs` for the
+    /// policy after a death).
     pub(crate) fn connection(&self) -> Result<Arc<Connection>> {
-        if *self.inner.closed.lock() {
-            return Err(Error::usage("the client was shut down"));
-        }
-        let mut slot = self.inner.conn.lock();
-        if let Some(conn) = slot.as_ref() {
-            match conn.dead() {
-                None => return Ok(conn.clone()),
-                Some(err) => {
-                    slot.take();
-                    return Err(err);
-                }
-            }
-        }
-        let conn = Arc::new(self.open()?);
-        *slot = Some(conn.clone());
-        Ok(conn)
+        self.inner.link.connect(|| self.open())
     }
 
     fn open(&self) -> Result<Connection> {
@@ -369,10 +389,7 @@ impl Client {
                 .unwrap_or(crate::transport::frame::DEFAULT_MAX_FRAME_BYTES),
         };
         if let Some((url, token)) = &self.inner.attach {
-            let conn = Connection {
-                transport: Transport::new(url, token, topts)?,
-                bridge: None,
-            };
+            let conn = Connection::new(Transport::new(url, token, topts)?, None);
             self.register_tool_callback(&conn)?;
             return Ok(conn);
         }
@@ -393,7 +410,7 @@ impl Client {
         let launch = LaunchOptions {
             bridge_path: o.bridge_path.clone(),
             workspace: Some(self.inner.workspace.clone()),
-            api_key: self.inner.api_key.clone(),
+            api_key: self.inner.link.default_key().map(str::to_string),
             verbose: o.verbose,
             startup_timeout: Duration::from_millis(o.startup_timeout_ms.unwrap_or(30_000)),
             args,
@@ -403,10 +420,7 @@ impl Client {
         };
         let bridge = ManagedBridge::launch(&launch)?;
         let transport = Transport::new(bridge.base_url(), bridge.token(), topts)?;
-        let conn = Connection {
-            transport,
-            bridge: Some(bridge),
-        };
+        let conn = Connection::new(transport, Some(bridge));
         self.register_tool_callback(&conn)?;
         Ok(conn)
     }
@@ -439,7 +453,14 @@ impl Client {
             auth_token: server.token().to_string(),
         };
         conn.transport
-            .unary::<_, proto::SetToolCallbackResponse>(CONTROL, "SetToolCallback", &req, Idempotency::Idempotent, None)
+            .unary::<_, proto::SetToolCallbackResponse>(
+                CONTROL,
+                "SetToolCallback",
+                &req,
+                Idempotency::Idempotent,
+                None,
+                None,
+            )
             .map(drop)
     }
 
@@ -454,7 +475,7 @@ impl Client {
     pub fn add_tool(&self, tool: Tool) -> Result<()> {
         let name = tool.name.clone();
         self.inner.registry.add_client_tool(tool)?;
-        let conn = self.inner.conn.lock().clone();
+        let conn = self.inner.link.existing();
         let registered = match conn {
             Some(conn) => self.register_tool_callback(&conn),
             None => Ok(()),
@@ -501,40 +522,6 @@ impl Client {
         self.set_tool_callback(&conn)
     }
 
-    /// Runs `f` on the live connection; a failure caused by the bridge dying becomes
-    /// `BridgeExited` with its stderr tail.
-    pub(crate) fn call<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let conn = self.connection()?;
-        match f(&conn) {
-            Ok(v) => Ok(v),
-            Err(e) if matches!(e.kind, ErrorKind::Transport | ErrorKind::Timeout | ErrorKind::Protocol) => {
-                Err(self.explain_failure(&conn, e))
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// If the bridge died, says so (and drops the dead connection); otherwise returns `e`.
-    pub(crate) fn explain_failure(&self, conn: &Arc<Connection>, e: Error) -> Error {
-        if conn.bridge.is_some() {
-            // The bridge may take a moment to be reaped after its socket closed.
-            for _ in 0..20 {
-                if let Some(dead) = conn.dead() {
-                    let mut slot = self.inner.conn.lock();
-                    if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
-                        slot.take();
-                    }
-                    return dead;
-                }
-                if e.kind != ErrorKind::Transport {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        }
-        e
-    }
-
     pub(crate) fn unary<Req: prost::Message, Resp: prost::Message + Default>(
         &self,
         service: &str,
@@ -542,20 +529,36 @@ impl Client {
         req: &Req,
         idempotency: Idempotency,
     ) -> Result<Resp> {
-        self.call(|c| c.transport.unary(service, method, req, idempotency, None))
+        let conn = self.connection()?;
+        self.inner
+            .link
+            .unary(&conn, service, method, req, idempotency, CallOpts::default())
     }
 
-    pub(crate) fn stream<Req: prost::Message>(&self, service: &str, method: &str, req: &Req) -> Result<FrameStream> {
-        self.call(|c| c.transport.stream(service, method, req))
+    /// Opens a server stream (launching the bridge if needed); the connection comes along so a
+    /// run knows which bridge it belongs to.
+    pub(crate) fn stream<Req: prost::Message>(
+        &self,
+        service: &str,
+        method: &str,
+        req: &Req,
+    ) -> Result<(Arc<Connection>, FrameStream)> {
+        let conn = self.connection()?;
+        let stream = self
+            .inner
+            .link
+            .stream(&conn, service, method, req, CallOpts::default())?;
+        Ok((conn, stream))
     }
 
     /// The key to send: the explicit one, else the client's; never empty.
     pub(crate) fn key(&self, explicit: &str) -> String {
-        if explicit.is_empty() {
-            self.inner.api_key.clone().unwrap_or_default()
-        } else {
-            explicit.to_string()
-        }
+        self.inner.link.key(explicit)
+    }
+
+    /// The `cwd` for management calls: the given one, else the workspace.
+    pub(crate) fn cwd_or_workspace(&self, cwd: &str) -> String {
+        self.inner.link.cwd_or_workspace(cwd)
     }
 
     fn catalog_key(&self, explicit: Option<&str>) -> Result<proto::CursorRequestOptions> {
@@ -567,16 +570,6 @@ impl Client {
             ));
         }
         Ok(proto::CursorRequestOptions { api_key: key })
-    }
-
-    /// The `cwd` for management calls: the given one, else the workspace (the bridge scopes
-    /// store reads by cwd, so agents made elsewhere are only found with theirs).
-    pub(crate) fn cwd_or_workspace(&self, cwd: &str) -> String {
-        if cwd.is_empty() {
-            self.inner.workspace.to_string_lossy().into_owned()
-        } else {
-            cwd.to_string()
-        }
     }
 
     // ---- control ----
@@ -691,8 +684,8 @@ impl Client {
     /// Creates an agent from options JSON (proto3 JSON plus shorthands, see [`crate::options`]).
     /// An `idempotencyKey` member is taken as the request's key.
     pub fn create_agent_json(&self, json: Option<&str>) -> Result<Agent> {
-        let (opts, key) = options::agent_request_options(json)?;
-        self.create_agent_full(opts, Vec::new(), key)
+        let (opts, extras) = options::agent_request_options(json)?;
+        self.create_agent_full(opts, Vec::new(), extras.idempotency_key)
     }
 
     /// Re-attaches to an existing agent, applying `opts` (model, key, tools…).
@@ -812,7 +805,7 @@ impl Client {
             || self.unary::<_, proto::DeleteAgentResponse>(AGENTS, "DeleteAgent", &req, Idempotency::NotIdempotent);
         match delete() {
             Err(e) if e.kind == ErrorKind::FailedPrecondition => {
-                let Some(run_id) = blocking_run(&e.message).filter(|r| !self.inner.live_runs.lock().contains(*r))
+                let Some(run_id) = blocking_run(&e.message).filter(|r| !self.inner.link.is_live_run(r))
                 else {
                     return Err(e);
                 };
@@ -833,19 +826,71 @@ impl Client {
         }
     }
 
+    /// Cancels a run by id. The agent id lets the bridge find a run that it does not hold in
+    /// memory (one another bridge process started, or one a dead bridge left `running`): such a
+    /// run is looked up in the store (`GetRun`, under `cwd`, default the workspace) and cancelled
+    /// there. Cancelling a run that is over does nothing. Blocks for up to three RPCs.
+    pub fn cancel_run(&self, agent_id: &str, run_id: &str, cwd: Option<&str>) -> Result<()> {
+        if agent_id.is_empty() || run_id.is_empty() {
+            return Err(Error::invalid_argument("agent id and run id must not be empty"));
+        }
+        let cancel = || {
+            let req = proto::CancelRunRequest {
+                run_id: run_id.to_string(),
+                agent_id: Some(agent_id.to_string()),
+            };
+            self.unary::<_, proto::CancelRunResponse>(AGENTS, "CancelRun", &req, Idempotency::Idempotent)
+                .map(drop)
+        };
+        match cancel() {
+            Err(e) if matches!(e.kind, ErrorKind::NotFound | ErrorKind::InvalidArgument) => {
+                if self.inner.link.is_live_run(run_id) {
+                    return Err(e);
+                }
+                // The bridge cancels only runs in its registry; GetRun registers a stored one
+                // (harmless here: a run this client does not stream is not live in this bridge).
+                let get = proto::GetRunOptions {
+                    cwd: self.cwd_or_workspace(cwd.unwrap_or("")),
+                    agent_id: agent_id.to_string(),
+                    ..Default::default()
+                };
+                self.get_run(run_id, get)?;
+                cancel()
+            }
+            other => other,
+        }
+    }
+
+    /// The run that keeps `agent_id` busy although this client does not stream it, if the store
+    /// names one: a run created by another bridge process (e.g. the `queued` run every create
+    /// makes) or left `running` by a bridge that died.
+    pub(crate) fn stale_run(&self, agent_id: &str, cwd: &str) -> Result<Option<String>> {
+        if self.inner.link.streams_agent(agent_id) {
+            return Ok(None);
+        }
+        let opts = proto::ListRunsOptions {
+            limit: 10,
+            cwd: cwd.to_string(),
+            ..Default::default()
+        };
+        let page = self.list_runs(agent_id, opts)?;
+        Ok(page
+            .items
+            .into_iter()
+            .find(|r| {
+                matches!(
+                    proto::RunLifecycleStatus::try_from(r.status),
+                    Ok(proto::RunLifecycleStatus::Running
+                        | proto::RunLifecycleStatus::Creating
+                        | proto::RunLifecycleStatus::Unspecified)
+                ) && !self.inner.link.is_live_run(&r.run_id)
+            })
+            .map(|r| r.run_id))
+    }
+
     /// Forgets an agent's own tools (its handlers are dropped once no call runs).
     pub(crate) fn forget_agent_tools(&self, agent_id: &str) {
         self.inner.registry.remove_agent_tools(agent_id);
-    }
-
-    /// Records whether this client streams a run right now (see `delete_agent`).
-    pub(crate) fn track_live_run(&self, run_id: &str, live: bool) {
-        let mut runs = self.inner.live_runs.lock();
-        if live {
-            runs.insert(run_id.to_string());
-        } else {
-            runs.remove(run_id);
-        }
     }
 
     pub(crate) fn op_opts(&self, mut opts: proto::AgentOperationOptions) -> proto::AgentOperationOptions {
@@ -857,7 +902,7 @@ impl Client {
     /// One-shot: create an agent, send `text`, wait, close the agent; returns the result.
     pub fn prompt(&self, text: &str, opts: proto::AgentOptions) -> Result<crate::run::RunResult> {
         let agent = self.create_agent(opts)?;
-        let outcome = agent.send_text(text).and_then(|run| run.wait(None));
+        let outcome = agent.send_text(text).and_then(|run| run.wait());
         let _ = agent.close();
         outcome
     }

@@ -40,7 +40,9 @@ pub enum ErrorKind {
     BridgeExited = 9,
     /// The connection to the bridge failed (reset, refused, I/O).
     Transport = 10,
-    /// A deadline passed.
+    /// A deadline of the library's passed: the bridge did not answer within `requestTimeoutMs`
+    /// (or a stream stayed silent for `streamIdleTimeoutMs`). Named `deadline` (C:
+    /// `CURSOR_E_DEADLINE`), apart from a caller's own wait running out, which is not an error.
     Timeout = 11,
     /// The bridge sent something that breaks the protocol (bad frame, oversized frame, bad body).
     Protocol = 12,
@@ -52,8 +54,15 @@ pub enum ErrorKind {
     Unsupported = 15,
     /// The request was valid but the target is not in a state that allows it (e.g. archived).
     FailedPrecondition = 16,
-    /// The caller used the API wrongly (a handle in the wrong state, a second completion…).
+    /// The caller used the API wrongly (a handle in the wrong state, a second completion,
+    /// a client used after fork…).
     Usage = 17,
+    /// A run ended with status `error` or `expired` where the call promised its result (the
+    /// one-shot prompt); the message is the run's reason.
+    RunFailed = 18,
+    /// The agent is held by a run that no bridge of this client runs (made by another bridge
+    /// process, or left `running` by one that died); see [`Error::run_id`].
+    StaleRun = 19,
 }
 
 impl ErrorKind {
@@ -70,15 +79,40 @@ impl ErrorKind {
             ErrorKind::BridgeStartFailed => "bridge_start_failed",
             ErrorKind::BridgeExited => "bridge_exited",
             ErrorKind::Transport => "transport",
-            ErrorKind::Timeout => "timeout",
+            ErrorKind::Timeout => "deadline",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Internal => "internal",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::FailedPrecondition => "failed_precondition",
             ErrorKind::Usage => "usage",
+            ErrorKind::RunFailed => "run_failed",
+            ErrorKind::StaleRun => "stale_run",
         }
     }
+
+    /// Every kind, in discriminant order.
+    pub const ALL: [ErrorKind; 19] = [
+        ErrorKind::InvalidArgument,
+        ErrorKind::Auth,
+        ErrorKind::PermissionDenied,
+        ErrorKind::NotFound,
+        ErrorKind::Busy,
+        ErrorKind::RateLimited,
+        ErrorKind::Unavailable,
+        ErrorKind::BridgeStartFailed,
+        ErrorKind::BridgeExited,
+        ErrorKind::Transport,
+        ErrorKind::Timeout,
+        ErrorKind::Protocol,
+        ErrorKind::Cancelled,
+        ErrorKind::Internal,
+        ErrorKind::Unsupported,
+        ErrorKind::FailedPrecondition,
+        ErrorKind::Usage,
+        ErrorKind::RunFailed,
+        ErrorKind::StaleRun,
+    ];
 }
 
 /// Rate-limit metadata, when the upstream reported it.
@@ -118,6 +152,8 @@ pub struct ErrorDetails {
     pub rate_limit: Option<RateLimit>,
     pub help_url: Option<String>,
     pub provider: Option<String>,
+    /// The run the error is about (`StaleRun`).
+    pub run_id: Option<String>,
 }
 
 impl Error {
@@ -154,6 +190,15 @@ impl Error {
 
     pub fn provider(&self) -> Option<&str> {
         self.details.as_ref()?.provider.as_deref()
+    }
+
+    /// The run the error is about, when it names one (`StaleRun`).
+    pub fn run_id(&self) -> Option<&str> {
+        self.details.as_ref()?.run_id.as_deref()
+    }
+
+    pub(crate) fn details_mut(&mut self) -> &mut ErrorDetails {
+        self.details.get_or_insert_with(Default::default)
     }
 
     pub fn invalid_argument(message: impl Into<String>) -> Error {
@@ -252,6 +297,7 @@ impl Error {
                     remaining: r.remaining,
                     reset_epoch_seconds: r.reset_epoch_seconds,
                 }),
+                run_id: None,
             };
             if extra != ErrorDetails::default() {
                 e.details = Some(Box::new(extra));

@@ -58,23 +58,34 @@ pub fn send_options(json: Option<&str>) -> Result<proto::SendOptions> {
     parse_with("send options", json, rewrite_send_options)
 }
 
-/// `SendOptions` plus the request-level `idempotencyKey` (accepted in the same object).
-pub fn send_request_options(json: Option<&str>) -> Result<(proto::SendOptions, Option<String>)> {
-    with_idempotency_key("send options", json, rewrite_send_options)
+/// The library's own request-level keys, accepted in the same object as the options.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RequestExtras {
+    /// `idempotencyKey`: makes a cloud create or send safe to retry.
+    pub idempotency_key: Option<String>,
+    /// `reclaimStaleRuns`: a send (or every send of a resumed agent) takes the agent over from
+    /// a run no bridge of this client runs (see `Agent::send_full`).
+    pub reclaim_stale_runs: bool,
 }
 
-/// `AgentOptions` plus the request-level `idempotencyKey` (accepted in the same object).
-pub fn agent_request_options(json: Option<&str>) -> Result<(proto::AgentOptions, Option<String>)> {
-    with_idempotency_key("agent options", json, rewrite_agent_options)
+/// `SendOptions` plus the request-level keys.
+pub fn send_request_options(json: Option<&str>) -> Result<(proto::SendOptions, RequestExtras)> {
+    with_extras("send options", json, rewrite_send_options)
 }
 
-fn with_idempotency_key<T: DeserializeOwned>(
+/// `AgentOptions` plus the request-level keys.
+pub fn agent_request_options(json: Option<&str>) -> Result<(proto::AgentOptions, RequestExtras)> {
+    with_extras("agent options", json, rewrite_agent_options)
+}
+
+fn with_extras<T: DeserializeOwned>(
     what: &str,
     json: Option<&str>,
     rewrite: fn(&mut Map<String, Value>),
-) -> Result<(T, Option<String>)> {
+) -> Result<(T, RequestExtras)> {
     let mut obj = json_object(what, json)?;
-    let key = match obj.remove("idempotencyKey").or_else(|| obj.remove("idempotency_key")) {
+    let mut take = |camel: &str, snake: &str| obj.remove(camel).or_else(|| obj.remove(snake));
+    let idempotency_key = match take("idempotencyKey", "idempotency_key") {
         None | Some(Value::Null) => None,
         Some(Value::String(k)) => Some(k),
         Some(_) => {
@@ -83,8 +94,21 @@ fn with_idempotency_key<T: DeserializeOwned>(
             )))
         }
     };
+    let reclaim_stale_runs = match take("reclaimStaleRuns", "reclaim_stale_runs") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(_) => {
+            return Err(Error::invalid_argument(format!(
+                "{what}: reclaimStaleRuns must be a boolean"
+            )))
+        }
+    };
     rewrite(&mut obj);
-    Ok((decode(what, Value::Object(obj))?, key))
+    let extras = RequestExtras {
+        idempotency_key,
+        reclaim_stale_runs,
+    };
+    Ok((decode(what, Value::Object(obj))?, extras))
 }
 
 /// `ListAgentsOptions` from JSON.

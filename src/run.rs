@@ -8,9 +8,21 @@
 //! replayed. If `ObserveRun` cannot serve the run, it waits with `WaitLiveRun`, and as a last
 //! resort reads the `GetRun` snapshot, so the terminal result is always delivered. It never
 //! calls `GetRun`/`ListRuns` on a run that may be live (that detaches the bridge's live handle).
-//! If the bridge process died, the run ends at once with a `BridgeExited` error.
+//! If the bridge process died, the run ends at once with a `BridgeExited` error; recovery never
+//! launches a bridge (`link.rs`).
+//!
+//! Bounds: a stream silent for `streamIdleTimeoutMs` is broken; re-attaching takes at most
+//! `streamIdleTimeoutMs` (opening `ObserveRun`, whose head the bridge flushes with its 15 s
+//! keepalive) plus `requestTimeoutMs` per unary call, and a bridge that does not answer ends the
+//! run with that timeout. Every call the reader makes goes through the run's abort slot, so
+//! dropping the run or a local cancel wakes it at once.
+//!
+//! Cancel never blocks: [`Run::cancel`] asks the bridge from a short-lived library thread once the
+//! run id is known. If the bridge does not end the stream within `requestTimeoutMs` (it cannot be
+//! reached, or the run id never came), the run is ended here with a `Cancelled` error.
 
 use std::ops::Range;
+use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, OnceLock};
@@ -20,13 +32,12 @@ use parking_lot::Mutex;
 use prost::bytes::Bytes;
 use serde_json::{json, Value};
 
-use crate::client::{Client, AGENTS};
 use crate::error::{Error, ErrorKind, Result};
+use crate::link::{CallOpts, Connection, Link, AGENTS};
 use crate::proto::{self, run_stream_message::Envelope};
 use crate::struct_json::{self, SdkScan, TextAt};
 use crate::transport::frame::FrameBatch;
-use crate::transport::http::Aborter;
-use crate::transport::{FrameStream, Idempotency};
+use crate::transport::{AbortSlot, FrameStream, Idempotency};
 
 /// Batches buffered between the reader thread and the consumer (a batch is what one read
 /// brought: one event from a slow stream, hundreds from a fast one, at most ~128 KiB of
@@ -326,15 +337,20 @@ struct Summary {
     failure: Option<Error>,
 }
 
-/// The agent a run belongs to: its id and (for local agents) its cwd.
+/// Where a run lives: the link and the bridge connection it streams from, the agent it belongs
+/// to (id, and for local agents the cwd), and a keep-alive of the client that made it.
 #[derive(Clone)]
-pub(crate) struct Origin {
+pub(crate) struct RunCtx {
+    pub link: Arc<Link>,
+    pub conn: Arc<Connection>,
+    /// Held only to keep the client (and its bridge) alive while the run is.
+    pub _keep: Arc<dyn Any + Send + Sync>,
     pub agent_id: String,
     pub cwd: String,
 }
 
 pub(crate) struct Shared {
-    client: Client,
+    ctx: RunCtx,
     agent_id: String,
     cwd: String,
     /// Deltas were requested: the streamed text comes from them rather than from messages.
@@ -342,9 +358,14 @@ pub(crate) struct Shared {
     summary: Mutex<Summary>,
     listeners: Mutex<Vec<(u64, StatusListener)>>,
     next_listener: AtomicU64,
-    aborter: Mutex<Option<Aborter>>,
+    /// The socket of whatever call the reader is in (stream read, recovery RPC).
+    abort: AbortSlot,
     closed: AtomicBool,
     finished: AtomicBool,
+    /// Set once `cancel` was asked for (it runs once).
+    cancel_requested: AtomicBool,
+    /// An end decided here (a cancel the bridge did not confirm): the reader delivers it.
+    local_end: Mutex<Option<Error>>,
     wake: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
 }
 
@@ -364,11 +385,85 @@ impl Shared {
         }
     }
 
+    /// Calls the waker under its lock, so that once `set_waker(None)` returned no call of the
+    /// old waker is running (a freed run's descriptor is never written).
     fn wake(&self) {
-        let w = self.wake.lock().clone();
-        if let Some(w) = w {
+        if let Some(w) = self.wake.lock().as_ref() {
             w();
         }
+    }
+
+    fn run_id(&self) -> String {
+        self.summary.lock().run_id.clone()
+    }
+
+    /// Asks the bridge to cancel, then makes sure the stream ends within the request timeout.
+    fn cancel_now(&self) {
+        let link = &self.ctx.link;
+        let deadline = Instant::now() + link.unary_timeout;
+        let ended = || self.finished.load(Ordering::Acquire) || self.summary.lock().status.is_some_and(RunStatus::is_terminal);
+        // A Send names its run in its first frame; wait for it (bounded).
+        let run_id = loop {
+            if ended() {
+                return;
+            }
+            let id = self.run_id();
+            if !id.is_empty() {
+                break id;
+            }
+            if Instant::now() >= deadline {
+                return self.end_locally(Error::new(
+                    ErrorKind::Cancelled,
+                    "cancelled before the bridge named the run; the run was stopped here",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let req = proto::CancelRunRequest {
+            run_id,
+            agent_id: Some(self.agent_id.clone()).filter(|a| !a.is_empty()),
+        };
+        let sent = link.unary::<_, proto::CancelRunResponse>(
+            &self.ctx.conn,
+            AGENTS,
+            "CancelRun",
+            &req,
+            Idempotency::Idempotent,
+            CallOpts {
+                deadline: Some(deadline),
+                abort: None,
+            },
+        );
+        if let Err(e) = sent {
+            if !ended() {
+                self.end_locally(Error::new(
+                    ErrorKind::Cancelled,
+                    format!("the bridge did not take the cancel ({e}); the run was stopped here"),
+                ));
+            }
+            return;
+        }
+        // The bridge ends the stream within milliseconds of a cancel it took.
+        while !ended() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if !ended() {
+            self.end_locally(Error::new(
+                ErrorKind::Cancelled,
+                "the bridge took the cancel but did not end the stream; the run was stopped here",
+            ));
+        }
+    }
+
+    /// Ends the run here with `e`: the reader is woken (its socket shut) and delivers `e`.
+    fn end_locally(&self, e: Error) {
+        {
+            let mut end = self.local_end.lock();
+            if end.is_none() {
+                *end = Some(e);
+            }
+        }
+        self.abort.abort();
     }
 }
 
@@ -391,52 +486,61 @@ enum Mode {
 }
 
 impl Run {
-    /// Opens `Send` and returns once its first frame arrived (so send-time errors surface here).
-    pub(crate) fn start_send(client: &Client, origin: Origin, req: &proto::SendRequest) -> Result<Run> {
-        let stream = client.stream(AGENTS, "Send", req)?;
+    /// Opens `Send` on `ctx.conn` and returns once its first frame arrived (so send-time errors
+    /// surface here), both within the request timeout.
+    pub(crate) fn start_send(ctx: RunCtx, req: &proto::SendRequest) -> Result<Run> {
+        let stream = ctx
+            .link
+            .stream(&ctx.conn, AGENTS, "Send", req, CallOpts::default())?;
         let deltas = req.options.as_ref().is_some_and(|o| o.enable_deltas);
-        Run::start(client, origin, stream, Mode::Live, String::new(), deltas)
+        Run::start(ctx, stream, Mode::Live, String::new(), deltas)
     }
 
-    /// Opens `ObserveRun`. A run the bridge no longer holds in memory (its agent was closed, or
-    /// an earlier bridge made it) is looked up in the store first (`GetRun`, harmless since
-    /// such a run cannot be live), then replayed from its durable log.
-    pub(crate) fn open_observe(client: &Client, origin: Origin, run_id: &str, after: Option<&str>) -> Result<Run> {
+    /// Opens `ObserveRun` on `ctx.conn`. A run the bridge no longer holds in memory (its agent
+    /// was closed, or an earlier bridge made it) is looked up in the store first (`GetRun`,
+    /// harmless since such a run cannot be live), then replayed from its durable log. The head
+    /// comes with the first frame or the bridge's 15 s keepalive, so opening is bounded by the
+    /// stream idle timeout.
+    pub(crate) fn open_observe(ctx: RunCtx, run_id: &str, after: Option<&str>) -> Result<Run> {
         let req = proto::ObserveRunRequest {
             run_id: run_id.to_string(),
             after_offset: after.map(str::to_string),
         };
-        let open = |origin: Origin| {
-            let stream = client.stream(AGENTS, "ObserveRun", &req)?;
-            Run::start(client, origin, stream, Mode::Observe, run_id.to_string(), false)
+        let open = |ctx: RunCtx| {
+            let stream = ctx.link.stream(
+                &ctx.conn,
+                AGENTS,
+                "ObserveRun",
+                &req,
+                CallOpts {
+                    deadline: Some(stream_open_deadline(&ctx.conn)),
+                    abort: None,
+                },
+            )?;
+            Run::start(ctx, stream, Mode::Observe, run_id.to_string(), false)
         };
-        match open(origin.clone()) {
+        match open(ctx.clone()) {
             Err(e) if e.kind == ErrorKind::NotFound => {
-                let local = !origin.cwd.is_empty();
+                let local = !ctx.cwd.is_empty();
                 let opts = proto::GetRunOptions {
-                    cwd: origin.cwd.clone(),
+                    cwd: ctx.cwd.clone(),
                     runtime: if local { proto::Runtime::Local as i32 } else { 0 },
                     ..Default::default()
                 };
-                client.get_run(run_id, opts)?;
-                open(origin)
+                get_run(&ctx, run_id, opts, None)?;
+                open(ctx)
             }
             other => other,
         }
     }
 
-    fn start(
-        client: &Client,
-        origin: Origin,
-        mut stream: FrameStream,
-        mode: Mode,
-        run_id: String,
-        deltas: bool,
-    ) -> Result<Run> {
+    fn start(ctx: RunCtx, mut stream: FrameStream, mode: Mode, run_id: String, deltas: bool) -> Result<Run> {
+        let link = ctx.link.clone();
+        let conn = ctx.conn.clone();
         let shared = Arc::new(Shared {
-            client: client.clone(),
-            agent_id: origin.agent_id,
-            cwd: origin.cwd,
+            agent_id: ctx.agent_id.clone(),
+            cwd: ctx.cwd.clone(),
+            ctx,
             deltas,
             summary: Mutex::new(Summary {
                 run_id,
@@ -445,11 +549,14 @@ impl Run {
             }),
             listeners: Mutex::new(Vec::new()),
             next_listener: AtomicU64::new(1),
-            aborter: Mutex::new(Some(stream.abort_handle())),
+            abort: AbortSlot::default(),
             closed: AtomicBool::new(false),
             finished: AtomicBool::new(false),
+            cancel_requested: AtomicBool::new(false),
+            local_end: Mutex::new(None),
             wake: Mutex::new(None),
         });
+        shared.abort.set(stream.abort_handle());
         let (tx, rx) = sync_channel(QUEUE_CAPACITY);
         // Read the first frames here: an error end frame (unknown agent, busy…) fails the send.
         let mut reader = Reader {
@@ -468,7 +575,10 @@ impl Run {
         };
         // Only the first frame is handled before `send` returns (the rest of what the read
         // brought goes to the reader thread), so status listeners set then miss nothing.
-        let mut first = stream.next_batch().map_err(|e| client.explain_stream_failure(e))?;
+        let explain = |e: Error| link.explain(&conn, e);
+        let mut first = stream.next_batch().map_err(explain)?;
+        // The first read had the opening's deadline; from now on only the idle timeout counts.
+        stream.set_deadline(None);
         let rest = FrameBatch {
             data: first.data.clone(),
             frames: first.frames.split_off(first.frames.len().min(1)),
@@ -478,7 +588,7 @@ impl Run {
             reader.done = true;
             Flow::Stop
         } else {
-            reader.take(&first).map_err(|e| client.explain_stream_failure(e))?
+            reader.take(&first).map_err(explain)?
         };
         let spawn = std::thread::Builder::new().name("cursor-run".into()).spawn(move || {
             if flow != Flow::Stop {
@@ -496,7 +606,7 @@ impl Run {
             }
             reader.flush();
             let shared = reader.shared.clone();
-            shared.aborter.lock().take();
+            shared.abort.clear();
             shared.finished.store(true, Ordering::Release);
             // Dropping the reader drops the queue's sender: pollers then see the end.
             drop(reader);
@@ -515,9 +625,14 @@ impl Run {
         })
     }
 
+    /// `Usage` in a forked child (the reader thread lives in the parent).
+    pub fn check_process(&self) -> Result<()> {
+        self.shared.ctx.link.check_process()
+    }
+
     /// The run id (known from the stream's first event).
     pub fn id(&self) -> String {
-        self.shared.summary.lock().run_id.clone()
+        self.shared.run_id()
     }
 
     pub fn agent_id(&self) -> &str {
@@ -545,17 +660,22 @@ impl Run {
     }
 
     /// Sets a function called (from the reader thread) whenever an event is queued or the
-    /// stream ends: for event-loop integration.
+    /// stream ends: for event-loop integration. It must be quick and must not call back into
+    /// this run. Once `set_waker` returns, no call of the previous waker is running.
     pub fn set_waker(&self, f: Option<Arc<dyn Fn() + Send + Sync>>) {
-        *self.shared.wake.lock() = f;
+        let mut slot = self.shared.wake.lock();
+        *slot = f;
         if self.shared.finished.load(Ordering::Acquire) {
-            self.shared.wake();
+            if let Some(w) = slot.as_ref() {
+                w();
+            }
         }
     }
 
     /// The next event: waits up to `timeout` (`None` = forever, zero = just poll).
     /// A stream failure is returned once as `Err`, then `End`.
     pub fn next_event(&self, timeout: Option<Duration>) -> Result<Next> {
+        self.shared.ctx.link.check_process()?;
         let mut inbox = self.inbox.lock();
         loop {
             let event = match inbox.items.next() {
@@ -652,8 +772,17 @@ impl Run {
     }
 
     /// Waits for the end (consuming the remaining events) and returns the result. A stream
-    /// failure that left no result becomes an error result; `timeout` bounds the wait.
-    pub fn wait(&self, timeout: Option<Duration>) -> Result<RunResult> {
+    /// failure that left no result becomes an error result. However the bridge behaves, the
+    /// stream ends (see the module's bounds).
+    pub fn wait(&self) -> Result<RunResult> {
+        Ok(self
+            .wait_timeout(None)?
+            .expect("a wait without a timeout ends with a result"))
+    }
+
+    /// [`Run::wait`] for at most `timeout` (`None`: until the end): `None` when it passed
+    /// first (the run goes on).
+    pub fn wait_timeout(&self, timeout: Option<Duration>) -> Result<Option<RunResult>> {
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
@@ -662,17 +791,17 @@ impl Run {
                 Ok(Next::End) => break,
                 Ok(Next::Timeout) => {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
-                        return Err(Error::new(ErrorKind::Timeout, "timed out waiting for the run to end"));
+                        return Ok(None);
                     }
                 }
             }
         }
-        Ok(self.result_now())
+        Ok(Some(self.result_now()))
     }
 
     /// Waits and returns the final assistant text.
     pub fn text(&self) -> Result<String> {
-        self.wait(None).map(|r| r.text)
+        self.wait().map(|r| r.text)
     }
 
     /// The result as known now (status `running` while the run goes on).
@@ -715,37 +844,40 @@ impl Run {
         }
     }
 
-    /// Asks the bridge to cancel the run; the stream then ends with status `cancelled`.
-    /// Safe from any thread, idempotent; on a run already over it does nothing and returns Ok.
-    pub fn cancel(&self) -> Result<()> {
-        if self.status().is_terminal() {
-            return Ok(());
+    /// Cancels the run without blocking: a library thread asks the bridge (once the run id is
+    /// known), and the stream then ends with status `cancelled`. If the bridge does not end it
+    /// within the request timeout, the run is ended here with a `Cancelled` error. Safe from
+    /// any thread (and from status listeners and wakers), idempotent; nothing happens on a run
+    /// that is over.
+    pub fn cancel(&self) {
+        let shared = &self.shared;
+        if shared.finished.load(Ordering::Acquire)
+            || self.status().is_terminal()
+            || shared.ctx.link.is_foreign()
+            || shared.cancel_requested.swap(true, Ordering::AcqRel)
+        {
+            return;
         }
-        let run_id = self.id();
-        if run_id.is_empty() {
-            return Err(Error::usage("the run id is not known yet"));
-        }
-        let req = proto::CancelRunRequest { run_id, agent_id: None };
-        match self.shared.client.unary::<_, proto::CancelRunResponse>(
-            AGENTS,
-            "CancelRun",
-            &req,
-            Idempotency::Idempotent,
-        ) {
-            Ok(_) => Ok(()),
-            Err(_) if self.status().is_terminal() => Ok(()),
-            Err(e) => Err(e),
+        let worker = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("cursor-run-cancel".into())
+            .spawn(move || {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.cancel_now()));
+            });
+        if let Err(e) = spawned {
+            shared.end_locally(Error::new(
+                ErrorKind::Cancelled,
+                format!("no thread to reach the bridge ({e}); the run was stopped here"),
+            ));
         }
     }
 
     /// Opens the durable stream of this run from `after_offset` (an offset from a previous
-    /// observe; `Send` offsets number differently).
+    /// observe; `Send` offsets number differently), on the bridge this run came from.
     pub fn observe(&self, after_offset: Option<&str>) -> Result<Run> {
-        let origin = Origin {
-            agent_id: self.shared.agent_id.clone(),
-            cwd: self.shared.cwd.clone(),
-        };
-        Run::open_observe(&self.shared.client, origin, &self.id(), after_offset)
+        let ctx = self.shared.ctx.clone();
+        ctx.link.check()?;
+        Run::open_observe(ctx, &self.id(), after_offset)
     }
 }
 
@@ -754,9 +886,7 @@ impl Run {
     /// stay readable, then the stream ends.
     pub fn stop_reading(&self) {
         self.shared.closed.store(true, Ordering::Release);
-        if let Some(a) = self.shared.aborter.lock().take() {
-            a.abort();
-        }
+        self.shared.abort.abort();
     }
 }
 
@@ -781,17 +911,6 @@ enum Flow {
 
 fn undecodable(e: impl std::fmt::Display) -> Error {
     Error::protocol(format!("undecodable stream frame: {e}"))
-}
-
-impl Client {
-    /// A stream failure: if the bridge died, that; otherwise the failure itself.
-    fn explain_stream_failure(&self, e: Error) -> Error {
-        match self.connection() {
-            Ok(conn) => self.explain_failure(&conn, e),
-            Err(dead) if dead.kind == ErrorKind::BridgeExited => dead,
-            Err(_) => e,
-        }
-    }
 }
 
 struct Reader {
@@ -844,6 +963,10 @@ impl Reader {
             if self.shared.closed.load(Ordering::Acquire) {
                 return;
             }
+            let local_end = self.shared.local_end.lock().take();
+            if let Some(e) = local_end {
+                return self.end_cancelled(e);
+            }
             let batch = match next.take() {
                 Some(b) => Ok(b),
                 None => stream.next_batch(),
@@ -854,7 +977,11 @@ impl Reader {
                     if self.shared.closed.load(Ordering::Acquire) {
                         return;
                     }
-                    let e = self.shared.client.explain_stream_failure(e);
+                    let local_end = self.shared.local_end.lock().take();
+                    if let Some(end) = local_end {
+                        return self.end_cancelled(end);
+                    }
+                    let e = self.shared.ctx.link.explain(&self.shared.ctx.conn, e);
                     if self.mode == Mode::Observe || e.kind == ErrorKind::BridgeExited || !is_transport(&e) {
                         self.fail(e);
                         return;
@@ -972,7 +1099,7 @@ impl Reader {
                 let payload = serde_json::to_value(&r).unwrap_or(Value::Null);
                 self.note_run_id(&r.run_id);
                 let status = RunStatus::from_proto(r.status);
-                self.shared.client.track_live_run(&r.run_id, false);
+                self.shared.ctx.link.track_live_run(&r.run_id, &self.shared.agent_id, false);
                 self.shared.summary.lock().result = Some(r);
                 self.shared.set_status(status);
                 Event::new(EventKind::Result, "result", payload, offset)
@@ -1034,7 +1161,7 @@ impl Reader {
             if s.run_id.is_empty() {
                 s.run_id = id.to_string();
                 if self.mode == Mode::Live {
-                    self.shared.client.track_live_run(id, true);
+                    self.shared.ctx.link.track_live_run(id, &self.shared.agent_id, true);
                 }
             }
         }
@@ -1057,6 +1184,13 @@ impl Reader {
             }
         }
         !self.shared.closed.load(Ordering::Acquire)
+    }
+
+    /// The run was ended here (a cancel the bridge did not confirm).
+    fn end_cancelled(&mut self, e: Error) {
+        self.shared.summary.lock().failure = Some(e.clone());
+        self.shared.set_status(RunStatus::Cancelled);
+        self.deliver(Item::Failed(e));
     }
 
     fn fail(&mut self, e: Error) {
@@ -1082,20 +1216,14 @@ impl Reader {
             crate::log::Level::Info,
             &format!("run {run_id}: stream broke ({cause}); resuming"),
         );
-        let req = proto::ObserveRunRequest {
-            run_id: run_id.clone(),
-            after_offset: None,
-        };
-        match self.shared.client.stream(AGENTS, "ObserveRun", &req) {
+        match self.observe_from_start(&run_id) {
             Ok(stream) => {
-                *self.shared.aborter.lock() = Some(stream.abort_handle());
-                self.skip_request = true;
-                self.skip_messages = self.messages_delivered;
                 self.mode = Mode::Observe;
                 self.recovering = true;
                 Some(stream)
             }
-            Err(e) if e.kind == ErrorKind::BridgeExited => {
+            // No answer (the bridge is stopped or gone): nothing else would get one either.
+            Err(e) if is_transport(&e) || e.kind == ErrorKind::BridgeExited => {
                 self.fail(e);
                 None
             }
@@ -1106,23 +1234,32 @@ impl Reader {
         }
     }
 
+    /// Opens the run's durable log from its start, set up to skip what was delivered.
+    fn observe_from_start(&mut self, run_id: &str) -> Result<FrameStream> {
+        let ctx = &self.shared.ctx;
+        let req = proto::ObserveRunRequest {
+            run_id: run_id.to_string(),
+            after_offset: None,
+        };
+        let opts = CallOpts {
+            deadline: Some(stream_open_deadline(&ctx.conn)),
+            abort: Some(&self.shared.abort),
+        };
+        let stream = ctx.link.stream(&ctx.conn, AGENTS, "ObserveRun", &req, opts)?;
+        self.shared.abort.set(stream.abort_handle());
+        self.skip_request = true;
+        self.skip_messages = self.messages_delivered;
+        Ok(stream)
+    }
+
     /// After a live-tail ObserveRun ended: replay the finished run's log for the skipped
     /// events (then its result); if that is impossible, deliver the held result.
     fn refill(&mut self) -> Option<FrameStream> {
         let held = self.held_result.take()?;
         self.refilled = true;
-        let run_id = self.shared.summary.lock().run_id.clone();
-        let req = proto::ObserveRunRequest {
-            run_id,
-            after_offset: None,
-        };
-        match self.shared.client.stream(AGENTS, "ObserveRun", &req) {
-            Ok(stream) => {
-                *self.shared.aborter.lock() = Some(stream.abort_handle());
-                self.skip_request = true;
-                self.skip_messages = self.messages_delivered;
-                Some(stream)
-            }
+        let run_id = self.shared.run_id();
+        match self.observe_from_start(&run_id) {
+            Ok(stream) => Some(stream),
             Err(_) => {
                 self.handle(held);
                 self.done = true;
@@ -1131,31 +1268,28 @@ impl Reader {
         }
     }
 
-    /// ObserveRun could not serve the run: wait for it, else read its snapshot.
+    /// ObserveRun answered but could not serve the run: wait for it (as long as a silent stream
+    /// may last), else read its snapshot.
     fn conclude_without_stream(&mut self, run_id: &str, cause: Error) {
-        let client = &self.shared.client;
+        let ctx = &self.shared.ctx;
         let wait = proto::WaitLiveRunRequest {
             run_id: run_id.to_string(),
         };
-        let result = client
-            .call(|c| {
-                c.transport.unary::<_, proto::WaitLiveRunResponse>(
-                    AGENTS,
-                    "WaitLiveRun",
-                    &wait,
-                    Idempotency::Idempotent,
-                    Some(Duration::from_secs(24 * 3600)),
-                )
-            })
+        let opts = CallOpts {
+            deadline: Some(stream_open_deadline(&ctx.conn)),
+            abort: Some(&self.shared.abort),
+        };
+        let result = ctx
+            .link
+            .unary::<_, proto::WaitLiveRunResponse>(&ctx.conn, AGENTS, "WaitLiveRun", &wait, Idempotency::Idempotent, opts)
             .ok()
             .and_then(|r| r.result)
             .or_else(|| {
                 let get = proto::GetRunOptions {
-                    cwd: client.cwd_or_workspace(&self.shared.cwd),
+                    cwd: ctx.link.cwd_or_workspace(&self.shared.cwd),
                     ..Default::default()
                 };
-                client
-                    .get_run(run_id, get)
+                get_run(ctx, run_id, get, Some(&self.shared.abort))
                     .ok()
                     .filter(|s| RunStatus::from_proto(s.status).is_terminal())
                     .map(snapshot_to_result)
@@ -1179,6 +1313,34 @@ impl Reader {
             None => self.fail(cause),
         }
     }
+}
+
+/// When a stream opened now must have its head: the bridge flushes it with its first frame or
+/// its 15 s keepalive, so the idle timeout bounds it (never less than the request timeout).
+fn stream_open_deadline(conn: &Connection) -> Instant {
+    let o = conn.transport.options();
+    Instant::now() + o.stream_idle_timeout.max(o.unary_timeout)
+}
+
+/// `GetRun` on the run's bridge (cwd and key defaulted as for the client's own call).
+fn get_run(ctx: &RunCtx, run_id: &str, mut opts: proto::GetRunOptions, abort: Option<&AbortSlot>) -> Result<proto::RunSnapshot> {
+    if opts.runtime != proto::Runtime::Cloud as i32 {
+        opts.cwd = ctx.link.cwd_or_workspace(&opts.cwd);
+    }
+    opts.api_key = ctx.link.key(&opts.api_key);
+    let req = proto::GetRunRequest {
+        run_id: run_id.to_string(),
+        options: Some(opts),
+    };
+    let r: proto::GetRunResponse = ctx.link.unary(
+        &ctx.conn,
+        AGENTS,
+        "GetRun",
+        &req,
+        Idempotency::Idempotent,
+        CallOpts { deadline: None, abort },
+    )?;
+    r.run.ok_or_else(|| Error::protocol("GetRun returned no run"))
 }
 
 fn is_transport(e: &Error) -> bool {

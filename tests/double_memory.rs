@@ -15,7 +15,7 @@ fn long_runs_and_stalled_consumers_keep_memory_bounded() {
     let agent = client.create_agent_json(Some(r#"{"model":"composer-2"}"#)).unwrap();
 
     // Warm up (allocator, connection pool) so the baseline is honest.
-    agent.send_text("scenario:long:1000").unwrap().wait(None).unwrap();
+    agent.send_text("scenario:long:1000").unwrap().wait().unwrap();
     let base = rss_kib();
 
     // 100 000 events, consumed one by one: peak growth bounded.
@@ -29,7 +29,7 @@ fn long_runs_and_stalled_consumers_keep_memory_bounded() {
         }
     }
     assert_eq!(n, 100_000 + 5, "system, status, 100k assistant, usage, status, result");
-    assert_eq!(run.wait(None).unwrap().status, RunStatus::Finished);
+    assert_eq!(run.wait().unwrap().status, RunStatus::Finished);
     let growth_mib = (peak.saturating_sub(base)) / 1024;
     println!("100k events: RSS {base} KiB -> peak {peak} KiB (+{growth_mib} MiB)");
     assert!(growth_mib < 20, "RSS grew {growth_mib} MiB over a 100k-event run");
@@ -51,6 +51,6 @@ fn long_runs_and_stalled_consumers_keep_memory_bounded() {
         after < before + 2048,
         "RSS grew from {before} to {after} KiB while nobody read"
     );
-    stalled.cancel().unwrap();
+    stalled.cancel();
     drop(stalled);
 }

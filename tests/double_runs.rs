@@ -56,7 +56,7 @@ fn normal_turn_exact_sequence_and_result() {
     let s2 = statuses.clone();
     run.on_status_change(move |s| s2.lock().unwrap().push(s));
     assert_eq!(sequence(&run), NORMAL);
-    let r = run.wait(None).unwrap();
+    let r = run.wait().unwrap();
     assert_eq!(r.status, RunStatus::Finished);
     assert_eq!(r.text, "Hello from the bridge double.");
     assert_eq!(r.model.as_deref(), Some("composer-2"));
@@ -133,7 +133,7 @@ fn failing_run_takes_its_reason_from_the_status() {
         sequence(&run),
         ["msg:status:RUNNING", "msg:status:ERROR", "result:result"]
     );
-    let r = run.wait(None).unwrap();
+    let r = run.wait().unwrap();
     assert_eq!(r.status, RunStatus::Error);
     assert_eq!(r.error_code, None);
     assert!(r.error_message.unwrap().contains("scripted failure"));
@@ -184,15 +184,15 @@ fn cancel_from_another_thread_wakes_the_consumer() {
     let r2 = run.clone();
     let canceller = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(200));
-        r2.cancel().unwrap();
-        r2.cancel().unwrap();
+        r2.cancel();
+        r2.cancel();
     });
     let t0 = Instant::now();
-    let r = run.wait(Some(Duration::from_secs(10))).unwrap();
+    let r = run.wait_timeout(Some(Duration::from_secs(10))).unwrap().expect("the run ended in time");
     canceller.join().unwrap();
     assert_eq!(r.status, RunStatus::Cancelled);
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
-    run.cancel().unwrap(); // terminal: documented no-op
+    run.cancel(); // terminal: documented no-op
 }
 
 #[test]
@@ -219,9 +219,9 @@ fn polling_with_zero_timeout_never_blocks() {
         "a zero-timeout poll blocked for {worst:?}"
     );
     assert!(seen >= 2 && timeouts > 10, "seen {seen}, timeouts {timeouts}");
-    run.cancel().unwrap();
+    run.cancel();
     assert_eq!(
-        run.wait(Some(Duration::from_secs(5))).unwrap().status,
+        run.wait_timeout(Some(Duration::from_secs(5))).unwrap().expect("the run ended in time").status,
         RunStatus::Cancelled
     );
 }
@@ -233,7 +233,7 @@ fn dropped_stream_is_recovered_exactly_once() {
     for k in [1, 3, 6, 12] {
         let run = agent(&client).send_text(&format!("scenario:drop:{k}")).unwrap();
         assert_eq!(sequence(&run), NORMAL, "drop after {k} frames");
-        let r = run.wait(None).unwrap();
+        let r = run.wait().unwrap();
         assert_eq!(r.status, RunStatus::Finished);
         assert_eq!(r.text, "Hello from the bridge double.");
         assert_eq!(r.usage.unwrap().input_tokens, 120, "usage counted once");
@@ -258,7 +258,7 @@ fn bridge_death_mid_stream_ends_the_run_with_bridge_exited() {
     assert!(t0.elapsed() < Duration::from_secs(2));
     assert_eq!(got.len(), 4);
     assert!(matches!(run.next_event(Some(Duration::ZERO)).unwrap(), Next::End));
-    let r = run.wait(None).unwrap();
+    let r = run.wait().unwrap();
     assert_eq!(r.status, RunStatus::Error);
     assert!(r.error_message.unwrap().contains("exit"), "the reason names the exit");
 }
@@ -301,7 +301,7 @@ fn many_threads_many_runs_each_in_order_exactly_once() {
                     let texts: Vec<String> = run.text_chunks().map(|t| t.unwrap()).collect();
                     let want: Vec<String> = (0..n).map(|i| format!("t{i} ")).collect();
                     assert_eq!(texts, want);
-                    assert_eq!(run.wait(None).unwrap().status, RunStatus::Finished);
+                    assert_eq!(run.wait().unwrap().status, RunStatus::Finished);
                 }
             })
         })
@@ -336,7 +336,7 @@ fn observe_resumes_after_an_observe_offset() {
     let client = sb.double_client();
     let a = agent(&client);
     let run = a.send_text("scenario:normal").unwrap();
-    run.wait(None).unwrap();
+    run.wait().unwrap();
     let all: Vec<Event> = run.observe(None).unwrap().events().map(|e| e.unwrap()).collect();
     assert_eq!(all[0].r#type, "request");
     assert_eq!(all.len(), NORMAL.len() + 1);
@@ -365,7 +365,7 @@ fn send_model_override_persists_and_prompt_is_one_shot() {
     let a2 = agent(&client2);
     a2.send(proto::UserMessage::text("scenario:normal"), opts)
         .unwrap()
-        .wait(None)
+        .wait()
         .unwrap();
     assert_eq!(a2.model().unwrap().id, "composer-2-fast");
     assert_eq!(a.model().unwrap().id, "composer-2");
@@ -388,7 +388,7 @@ fn images_travel_with_the_message() {
     std::fs::write(&png, [0x89, b'P', b'N', b'G']).unwrap();
     let msg = proto::UserMessage::text("scenario:normal look").with_image(proto::SdkImage::from_file(&png).unwrap());
     let run = agent(&client).send(msg, Default::default()).unwrap();
-    assert_eq!(run.wait(None).unwrap().status, RunStatus::Finished);
+    assert_eq!(run.wait().unwrap().status, RunStatus::Finished);
 }
 
 #[test]

@@ -30,7 +30,7 @@ fn full_failing_turn_reports_the_status_message() {
     assert_eq!(kinds[1], "Message:status:ERROR", "{kinds:?}");
     assert!(kinds[2].starts_with("Result:result"), "{kinds:?}");
     assert_eq!(kinds.len(), 3, "keepalives never surface: {kinds:?}");
-    let result = run.wait(None).unwrap();
+    let result = run.wait().unwrap();
     assert_eq!(result.status, RunStatus::Error);
     assert!(
         result.error_message.as_deref().unwrap_or("").contains(FAIL_TEXT),
@@ -46,7 +46,7 @@ fn full_failing_turn_reports_the_status_message() {
     let all: Vec<_> = replay.events().map(|e| e.unwrap()).collect();
     let types: Vec<_> = all.iter().map(|e| e.r#type.as_str()).collect();
     assert_eq!(types, ["request", "status", "status", "result"], "{all:?}");
-    assert_eq!(replay.wait(None).unwrap().status, RunStatus::Error);
+    assert_eq!(replay.wait().unwrap().status, RunStatus::Error);
     let offsets: Vec<String> = all.iter().map(|e| e.offset.clone().unwrap()).collect();
     let tail: Vec<_> = run
         .observe(Some(&offsets[1]))
@@ -70,14 +70,14 @@ fn cancel_mid_run_ends_cancelled_within_a_second() {
     std::thread::sleep(Duration::from_millis(300));
     let r2 = run.clone();
     let t0 = Instant::now();
-    std::thread::spawn(move || r2.cancel().unwrap()).join().unwrap();
-    let result = run.wait(Some(Duration::from_secs(5))).unwrap();
+    std::thread::spawn(move || r2.cancel()).join().unwrap();
+    let result = run.wait_timeout(Some(Duration::from_secs(5))).unwrap().expect("the run ended in time");
     assert!(t0.elapsed() < Duration::from_secs(1), "took {:?}", t0.elapsed());
     assert_eq!(result.status, RunStatus::Cancelled);
     assert_eq!(changes.lock().unwrap().last(), Some(&RunStatus::Cancelled));
     // Cancel on a finished run is a documented no-op.
-    run.cancel().unwrap();
-    run.cancel().unwrap();
+    run.cancel();
+    run.cancel();
 }
 
 #[test]
@@ -88,8 +88,8 @@ fn second_send_while_active_is_busy() {
     let run = agent.send_text("one").unwrap();
     let e = agent.send_text("two").err().expect("second send must fail");
     assert_eq!(e.kind, ErrorKind::Busy, "{e}");
-    run.cancel().unwrap();
-    run.wait(Some(Duration::from_secs(10))).unwrap();
+    run.cancel();
+    run.wait_timeout(Some(Duration::from_secs(10))).unwrap().expect("the run ended in time");
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn dropped_connection_mid_run_is_recovered() {
         "{rest:?}"
     );
     assert_eq!(rest.last().unwrap().kind, EventKind::Result);
-    let result = run.wait(None).unwrap();
+    let result = run.wait().unwrap();
     assert_eq!(result.status, RunStatus::Error);
     assert!(result.error_message.unwrap().contains(FAIL_TEXT));
 }

@@ -28,7 +28,7 @@ fn tool_results(events: &[Event]) -> Vec<Value> {
 fn run_events(agent: &cursor_sdk::Agent, text: &str) -> (Vec<Event>, cursor_sdk::RunResult) {
     let run = agent.send_text(text).unwrap();
     let events: Vec<Event> = run.events().map(|e| e.unwrap()).collect();
-    (events, run.wait(None).unwrap())
+    (events, run.wait().unwrap())
 }
 
 #[test]

@@ -43,15 +43,21 @@ pub unsafe extern "C" fn cursor_agent_create(
 ) -> cursor_status {
     call(err, || {
         out_ptr(out, "out")?;
-        let (opts, key) = options::agent_request_options(opt_str(agent_options_json, "agent_options_json")?)?;
-        let agent = handle(c, "client")?.client.create_agent_full(opts, Vec::new(), key)?;
+        let (opts, extras) = options::agent_request_options(opt_str(agent_options_json, "agent_options_json")?)?;
+        let agent = handle(c, "client")?
+            .client
+            .create_agent_full(opts, Vec::new(), extras.idempotency_key)?;
+        agent.set_reclaim_stale_runs(extras.reclaim_stale_runs);
         new_agent(out, agent);
         Ok(cursor_status::CURSOR_OK)
     })
 }
 
 /// Re-attaches to an existing agent by id and applies `agent_options_json` (as for create: give
-/// the model and, for agents made elsewhere, the cwd). On success `*out` owns the agent.
+/// the model and, for agents made elsewhere, the cwd). `"reclaimStaleRuns": true` makes every
+/// send of this handle take the agent over from a stale run (see `cursor_agent_send`). On
+/// success `*out` owns the agent. Blocks for one RPC (bounded by `requestTimeoutMs`), plus the
+/// bridge's start on first use (`startupTimeoutMs`).
 ///
 /// # Safety
 /// `agent_id` must be NUL-terminated; `agent_options_json` NULL or NUL-terminated; `out` valid.
@@ -66,16 +72,25 @@ pub unsafe extern "C" fn cursor_agent_resume(
     call(err, || {
         out_ptr(out, "out")?;
         let id = arg_str(agent_id, "agent_id")?;
-        let opts = options::agent_options(opt_str(agent_options_json, "agent_options_json")?)?;
+        let (opts, extras) = options::agent_request_options(opt_str(agent_options_json, "agent_options_json")?)?;
+        if extras.idempotency_key.is_some() {
+            return Err(crate::error::Error::invalid_argument(
+                "agent options: idempotencyKey is for creates and sends, not resume",
+            ));
+        }
         let agent = handle(c, "client")?.client.resume_agent(id, opts)?;
+        agent.set_reclaim_stale_runs(extras.reclaim_stale_runs);
         new_agent(out, agent);
         Ok(cursor_status::CURSOR_OK)
     })
 }
 
 /// The agent's id. Borrowed: valid until `cursor_agent_free`. NULL for a NULL agent.
+///
+/// # Safety
+/// `a`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_agent_id(a: *const cursor_agent) -> *const c_char {
+pub unsafe extern "C" fn cursor_agent_id(a: *const cursor_agent) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(a, "agent").map_or(std::ptr::null(), |a| a.id.as_ptr())
     })
@@ -85,8 +100,18 @@ pub extern "C" fn cursor_agent_id(a: *const cursor_agent) -> *const c_char {
 /// agent, a missing model or a busy agent are returned here. `message` is plain text, or a JSON
 /// `UserMessage` object (`{"text":"…","images":[{"data":{"data":"<base64>","mimeType":"image/png"}}]}`).
 /// `send_options_json` (may be NULL): `model` (persists for later sends), `mode` (`"plan"`),
-/// `mcpServers`, `local.force`, `cloud.envVars`, `enableDeltas`, `enableSteps`, and
-/// `idempotencyKey` (cloud agents). On success `*out` owns the run (`cursor_run_free`).
+/// `mcpServers`, `local.force`, `cloud.envVars`, `enableDeltas`, `enableSteps`,
+/// `idempotencyKey` (cloud agents), and `reclaimStaleRuns`. On success `*out` owns the run
+/// (`cursor_run_free`).
+///
+/// A send refused because the agent is held by a run that no bridge of this client runs (made
+/// by another bridge process, e.g. the queued run of every create, or left running by a bridge
+/// that died) fails with `CURSOR_E_STALE_RUN`, naming the run. With `"reclaimStaleRuns": true`
+/// that run is cancelled by id and the send made again.
+///
+/// Blocks until the stream is open and its first frame came, bounded by `requestTimeoutMs`
+/// (plus the bridge's start on first use, `startupTimeoutMs`, and with reclaiming a few more
+/// RPCs, each bounded the same way).
 ///
 /// # Safety
 /// `message` must be NUL-terminated; `send_options_json` NULL or NUL-terminated; `out` valid.
@@ -102,8 +127,8 @@ pub unsafe extern "C" fn cursor_agent_send(
         out_ptr(out, "out")?;
         let agent = &handle(a, "agent")?.agent;
         let message = options::user_message(arg_str(message, "message")?)?;
-        let (opts, key) = options::send_request_options(opt_str(send_options_json, "send_options_json")?)?;
-        let run = agent.send_with_key(message, opts, key)?;
+        let (opts, extras) = options::send_request_options(opt_str(send_options_json, "send_options_json")?)?;
+        let run = agent.send_full(message, opts, extras.idempotency_key, extras.reclaim_stale_runs)?;
         *out = super::run::new_run(run);
         Ok(cursor_status::CURSOR_OK)
     })
@@ -137,38 +162,56 @@ fn agent_json(
 /// Releases the bridge's in-memory agent (its durable state stays; resume brings it back).
 /// The handle stays valid for management calls and must still be freed. Blocks for one RPC;
 /// safe from any thread.
+///
+/// # Safety
+/// `a`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_agent_close(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
+pub unsafe extern "C" fn cursor_agent_close(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
     agent_call(a, err, Agent::close)
 }
 
 /// Reloads the agent's durable state from its store. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `a`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_agent_reload(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
+pub unsafe extern "C" fn cursor_agent_reload(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
     agent_call(a, err, Agent::reload)
 }
 
 /// Archives the agent. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `a`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_agent_archive(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
+pub unsafe extern "C" fn cursor_agent_archive(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
     agent_call(a, err, Agent::archive)
 }
 
 /// Restores the archived agent. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `a`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_agent_unarchive(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
+pub unsafe extern "C" fn cursor_agent_unarchive(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
     agent_call(a, err, Agent::unarchive)
 }
 
 /// Deletes the agent and its durable data (`CURSOR_E_FAILED_PRECONDITION` while a run is live). Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `a`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_agent_delete(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
+pub unsafe extern "C" fn cursor_agent_delete(a: *mut cursor_agent, err: *mut *mut cursor_error) -> cursor_status {
     agent_call(a, err, Agent::delete)
 }
 
 /// The agent's metadata from its store (`SdkAgentInfo` JSON). Owned result. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `a`, `json_out`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_agent_info(
+pub unsafe extern "C" fn cursor_agent_info(
     a: *mut cursor_agent,
     json_out: *mut *mut c_char,
     err: *mut *mut cursor_error,
@@ -194,8 +237,11 @@ pub unsafe extern "C" fn cursor_agent_messages(
 }
 
 /// The agent's artifacts, as a JSON array of `{path,sizeBytes,updatedAt}`. Owned result. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `a`, `json_out`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_agent_artifacts(
+pub unsafe extern "C" fn cursor_agent_artifacts(
     a: *mut cursor_agent,
     json_out: *mut *mut c_char,
     err: *mut *mut cursor_error,

@@ -23,12 +23,19 @@ pub struct cursor_client {
 /// directory and the API key comes from `CURSOR_API_KEY`. Keys (camelCase or snake_case):
 /// `bridgePath`, `workspace`, `apiKey`, `bridgeUrl` + `bridgeToken` (attach to a running bridge,
 /// which is then never stopped by us; also `CURSOR_SDK_BRIDGE_URL`/`CURSOR_SDK_BRIDGE_TOKEN`),
-/// `startupTimeoutMs` (30000), `requestTimeoutMs` (60000), `streamIdleTimeoutMs` (60000),
-/// `maxFrameBytes`, `verbose`, `eager` (start the bridge now instead of on first use),
-/// `bridgeEnv` (object), `bridgeArgs` (array). Unknown keys are `CURSOR_E_INVALID_ARGUMENT`.
+/// `startupTimeoutMs` (30000; 1..600000), `requestTimeoutMs` (60000; 1..86400000: the bound of
+/// every call to the bridge, retries included), `streamIdleTimeoutMs` (60000; 1..86400000),
+/// `maxFrameBytes` (64 MiB; 1 KiB..1 GiB), `maxRetries` (0..10, default 0: how often read-only
+/// calls are retried on unavailable, rate-limited or lost connections, with backoff and jitter,
+/// honouring the bridge's retry-after), `toolTimeoutMs`, `verbose`, `eager` (start the bridge
+/// now instead of on first use), `localStore`, `bridgeEnv` (object), `bridgeArgs` (array).
+/// Unknown keys, values out of range, a malformed `bridgeUrl` (not `http://host:port`) and a
+/// `workspace` that is not a directory are `CURSOR_E_INVALID_ARGUMENT`, naming the key.
 ///
 /// On success `*out` owns a client to free with `cursor_client_free`. Without `eager` this does
-/// not block; with it, it waits for the bridge (up to `startupTimeoutMs`).
+/// not block; with it, it waits for the bridge (up to `startupTimeoutMs`). The client belongs to
+/// the calling process: after `fork()`, every call on it in the child fails at once with
+/// `CURSOR_E_USAGE` (create a new client there).
 ///
 /// # Safety
 /// `options_json` must be NULL or NUL-terminated; `out` must be a valid pointer; `err` NULL or valid.
@@ -46,10 +53,14 @@ pub unsafe extern "C" fn cursor_client_new(
     })
 }
 
-/// Frees a client and stops the bridge it launched (Shutdown, then signals; at most ~7 s,
-/// usually well under 100 ms). An attached bridge is left running. Agents and runs made from
-/// this client fail with `CURSOR_E_USAGE` afterwards: free them first. NULL is accepted. Must
-/// not be called while another thread still uses this client.
+/// Frees a client and stops the bridge it launched: the `Shutdown` RPC (at most 1 s), then
+/// signals (a few seconds at worst for a bridge that ignores them; usually well under 100 ms).
+/// An attached bridge is left running. Then the callback server stops: by the time this returns
+/// no tool or store callback is running and every `user_data_free` has run, whatever agent and
+/// run handles are still alive. Calls on those handles fail with `CURSOR_E_USAGE` afterwards
+/// (they must still be freed). NULL is accepted. Must not be called while another thread still
+/// uses this client. In a forked child it releases the handle only: the bridge, its threads and
+/// the callbacks belong to the parent and are left alone.
 ///
 /// # Safety
 /// `c` must be NULL or a client from `cursor_client_new` not yet freed.
@@ -63,9 +74,13 @@ pub unsafe extern "C" fn cursor_client_free(c: *mut cursor_client) {
 }
 
 /// Starts the bridge now (a no-op when it runs already or the client is attached). Blocks up to
-/// `startupTimeoutMs`.
+/// `startupTimeoutMs`. After the bridge died, the next call (this one, or any client or agent
+/// call) starts a new one.
+///
+/// # Safety
+/// `c`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_client_start(c: *mut cursor_client, err: *mut *mut cursor_error) -> cursor_status {
+pub unsafe extern "C" fn cursor_client_start(c: *mut cursor_client, err: *mut *mut cursor_error) -> cursor_status {
     call(err, || {
         handle(c, "client")?.client.start()?;
         Ok(cursor_status::CURSOR_OK)
@@ -73,8 +88,11 @@ pub extern "C" fn cursor_client_start(c: *mut cursor_client, err: *mut *mut curs
 }
 
 /// Checks that the bridge is up and accepts our token (`Ping`). Starts the bridge if needed. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `c`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_client_ping(c: *mut cursor_client, err: *mut *mut cursor_error) -> cursor_status {
+pub unsafe extern "C" fn cursor_client_ping(c: *mut cursor_client, err: *mut *mut cursor_error) -> cursor_status {
     call(err, || {
         handle(c, "client")?.client.ping()?;
         Ok(cursor_status::CURSOR_OK)
@@ -83,8 +101,11 @@ pub extern "C" fn cursor_client_ping(c: *mut cursor_client, err: *mut *mut curso
 
 /// The bridge's version as JSON: `{"bridgeVersion","protocolVersion","capabilities":[…]}`.
 /// On success `*json_out` is an owned string for `cursor_string_free`. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `c`, `json_out`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_client_version(
+pub unsafe extern "C" fn cursor_client_version(
     c: *mut cursor_client,
     json_out: *mut *mut c_char,
     err: *mut *mut cursor_error,
@@ -98,10 +119,14 @@ pub extern "C" fn cursor_client_version(
     })
 }
 
-/// Stops a launched bridge now; later calls on this client fail with `CURSOR_E_USAGE`.
-/// Idempotent and safe from any thread (e.g. from a signal-handling thread, not a signal handler).
+/// Stops a launched bridge now (bounded as in `cursor_client_free`); later calls on this client
+/// fail with `CURSOR_E_USAGE`. Idempotent and safe from any thread (e.g. from a signal-handling
+/// thread, not a signal handler).
+///
+/// # Safety
+/// `c`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_client_shutdown(c: *mut cursor_client) {
+pub unsafe extern "C" fn cursor_client_shutdown(c: *mut cursor_client) {
     quiet((), || {
         if let Ok(c) = handle(c, "client") {
             c.client.shutdown();
@@ -312,6 +337,32 @@ pub unsafe extern "C" fn cursor_client_get_run(
     })
 }
 
+/// Cancels a run by id: for runs this process has no handle of, and for stale runs that hold an
+/// agent (`CURSOR_E_STALE_RUN`: made by another bridge process, or left running by one that
+/// died). `options_json` (may be NULL): `{"cwd"}` where the agent's store lives (default: the
+/// client's workspace). A run that is over is left as it is. Blocks for up to three RPCs, each
+/// bounded by `requestTimeoutMs`.
+///
+/// # Safety
+/// `agent_id` and `run_id` must be NUL-terminated; `options_json` NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_client_cancel_run(
+    c: *mut cursor_client,
+    agent_id: *const c_char,
+    run_id: *const c_char,
+    options_json: *const c_char,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    call(err, || {
+        let opts = options::agent_operation_options(opt_str(options_json, "options_json")?)?;
+        let cwd = Some(opts.cwd.as_str()).filter(|c| !c.is_empty());
+        handle(c, "client")?
+            .client
+            .cancel_run(arg_str(agent_id, "agent_id")?, arg_str(run_id, "run_id")?, cwd)?;
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
+
 /// A run's conversation document (JSON text, as the bridge keeps it). Owned result.
 ///
 /// # Safety
@@ -326,15 +377,18 @@ pub unsafe extern "C" fn cursor_client_run_conversation(
     json_call(c, json_out, err, |cl| cl.run_conversation(arg_str(run_id, "run_id")?))
 }
 
-/// The process-wide client behind `cursor_prompt`, made on first use with default options.
+/// The process-wide client behind `cursor_prompt`, made on first use with default options, and
+/// the process it belongs to (checked before the lock, which a forked child must not take).
 static DEFAULT_CLIENT: Lazy<Mutex<Option<Client>>> = Lazy::new(|| Mutex::new(None));
+static DEFAULT_OWNER: once_cell::sync::OnceCell<crate::fork::Owner> = once_cell::sync::OnceCell::new();
 
 /// One-shot: with a process-wide default client (default options, started on first use and
 /// stopped at exit), creates an agent from `agent_options_json` (NULL allowed, e.g.
 /// `{"model":"composer-2"}`), sends `prompt`, waits for the end and closes the agent. On success
-/// `*text_out` owns the final assistant text. A run that ended in error or was cancelled gives
-/// `CURSOR_E_INTERNAL`/`CURSOR_E_CANCELLED` with the run's reason as the message. Blocks for the
-/// whole run; thread-safe.
+/// `*text_out` owns the final assistant text. A run that ended with status error or expired gives
+/// `CURSOR_E_RUN_FAILED`, a cancelled one `CURSOR_E_CANCELLED`, each with the run's reason as
+/// the message. Blocks for the whole run (bounded as for `cursor_run_wait`); thread-safe. In a
+/// forked child of a process that used it, fails at once with `CURSOR_E_USAGE`.
 ///
 /// # Safety
 /// `prompt` must be NUL-terminated, `agent_options_json` NULL or NUL-terminated, `text_out` valid.
@@ -349,12 +403,16 @@ pub unsafe extern "C" fn cursor_prompt(
         out_ptr(text_out, "text_out")?;
         let prompt = arg_str(prompt, "prompt")?;
         let opts = options::agent_options(opt_str(agent_options_json, "agent_options_json")?)?;
+        if let Some(owner) = DEFAULT_OWNER.get() {
+            owner.check("default client")?;
+        }
         let client = {
             let mut slot = DEFAULT_CLIENT.lock();
             match slot.as_ref() {
                 Some(c) => c.clone(),
                 None => {
                     let c = Client::from_json(None)?;
+                    let _ = DEFAULT_OWNER.set(crate::fork::Owner::here());
                     *slot = Some(c.clone());
                     c
                 }

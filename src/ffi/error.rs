@@ -41,8 +41,11 @@ fn ptr(s: &Option<CString>) -> *const c_char {
 
 /// The error's kind as a (negative) status code, e.g. `CURSOR_E_NOT_FOUND`.
 /// NULL gives `CURSOR_E_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_error_kind(e: *const cursor_error) -> cursor_status {
+pub unsafe extern "C" fn cursor_error_kind(e: *const cursor_error) -> cursor_status {
     quiet(cursor_status::CURSOR_E_INTERNAL, || match handle(e, "error") {
         Ok(e) => cursor_status::from_kind(e.error.kind),
         Err(_) => cursor_status::CURSOR_E_INVALID_ARGUMENT,
@@ -51,8 +54,11 @@ pub extern "C" fn cursor_error_kind(e: *const cursor_error) -> cursor_status {
 
 /// A readable message: `"<kind>: <text>"`, plus the request id when there is one. Never NULL
 /// for a valid error (NULL for a NULL error). Borrowed until `cursor_error_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_error_message(e: *const cursor_error) -> *const c_char {
+pub unsafe extern "C" fn cursor_error_message(e: *const cursor_error) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(e, "error").map_or(std::ptr::null(), |e| e.message.as_ptr())
     })
@@ -60,8 +66,11 @@ pub extern "C" fn cursor_error_message(e: *const cursor_error) -> *const c_char 
 
 /// The Connect code the bridge sent (`"not_found"`, `"internal"`…), or NULL when the error did
 /// not come from the bridge. Borrowed until `cursor_error_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_error_connect_code(e: *const cursor_error) -> *const c_char {
+pub unsafe extern "C" fn cursor_error_connect_code(e: *const cursor_error) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(e, "error").map_or(std::ptr::null(), |e| ptr(&e.connect_code))
     })
@@ -69,22 +78,31 @@ pub extern "C" fn cursor_error_connect_code(e: *const cursor_error) -> *const c_
 
 /// The bridge's `SdkErrorCode` (0 when absent). Values the header does not know are kept as
 /// they came. NULL gives 0.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_error_sdk_code(e: *const cursor_error) -> i32 {
+pub unsafe extern "C" fn cursor_error_sdk_code(e: *const cursor_error) -> i32 {
     quiet(0, || handle(e, "error").map_or(0, |e| e.error.sdk_error_code))
 }
 
 /// The full request id from Cursor Cloud, or NULL. Borrowed until `cursor_error_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_error_request_id(e: *const cursor_error) -> *const c_char {
+pub unsafe extern "C" fn cursor_error_request_id(e: *const cursor_error) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(e, "error").map_or(std::ptr::null(), |e| ptr(&e.request_id))
     })
 }
 
 /// How long to wait before retrying, in milliseconds, or -1 when the bridge did not say.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_error_retry_after_ms(e: *const cursor_error) -> i64 {
+pub unsafe extern "C" fn cursor_error_retry_after_ms(e: *const cursor_error) -> i64 {
     quiet(-1, || {
         handle(e, "error")
             .ok()
@@ -124,8 +142,11 @@ pub unsafe extern "C" fn cursor_error_rate_limit(
 }
 
 /// A link to documentation or remediation, or NULL. Borrowed until `cursor_error_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_error_help_url(e: *const cursor_error) -> *const c_char {
+pub unsafe extern "C" fn cursor_error_help_url(e: *const cursor_error) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(e, "error").map_or(std::ptr::null(), |e| ptr(&e.help_url))
     })
@@ -133,8 +154,11 @@ pub extern "C" fn cursor_error_help_url(e: *const cursor_error) -> *const c_char
 
 /// The upstream provider when the failure came from outside Cursor, or NULL. Borrowed until
 /// `cursor_error_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_error_provider(e: *const cursor_error) -> *const c_char {
+pub unsafe extern "C" fn cursor_error_provider(e: *const cursor_error) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(e, "error").map_or(std::ptr::null(), |e| ptr(&e.provider))
     })
@@ -142,16 +166,22 @@ pub extern "C" fn cursor_error_provider(e: *const cursor_error) -> *const c_char
 
 /// The HTTP status of the response that carried the error (200 for errors inside a stream), or
 /// 0 when there was no response.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_error_http_status(e: *const cursor_error) -> i32 {
+pub unsafe extern "C" fn cursor_error_http_status(e: *const cursor_error) -> i32 {
     quiet(0, || {
         handle(e, "error").map_or(0, |e| e.error.http_status.map_or(0, i32::from))
     })
 }
 
 /// Whether retrying the same call may succeed (transport trouble, rate limits, a retry-after).
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_error_retryable(e: *const cursor_error) -> bool {
+pub unsafe extern "C" fn cursor_error_retryable(e: *const cursor_error) -> bool {
     quiet(false, || handle(e, "error").is_ok_and(|e| e.error.retryable))
 }
 

@@ -25,21 +25,26 @@ pub mod tools;
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use once_cell::sync::Lazy;
+
 use crate::error::{Error, ErrorKind, Result};
 pub use error::cursor_error;
 
-/// Result of a fallible call. Values are stable and never reused.
+/// Result of a fallible call. Values are stable and never reused. The error codes are the
+/// negated Rust `ErrorKind` discriminants (one source: `error.rs`).
 #[repr(C)]
 #[allow(non_camel_case_types)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum cursor_status {
     /// Success.
     CURSOR_OK = 0,
-    /// Nothing happened within the timeout (polling functions only).
+    /// The caller's own timeout passed with nothing to report (every waiting function:
+    /// `cursor_run_next_event`, `cursor_run_wait`). Not an error: `*err` stays NULL.
     CURSOR_TIMEOUT = 1,
     /// The stream is over: every event has been delivered.
     CURSOR_END = 2,
-    /// A required argument was NULL or malformed (bad UTF-8, bad JSON, unknown option key…).
+    /// A required argument was NULL or malformed (bad UTF-8, bad JSON, unknown or out-of-range
+    /// option…).
     CURSOR_E_INVALID_ARGUMENT = -1,
     /// The bridge rejected the token, or the Cursor API key was missing or rejected.
     CURSOR_E_AUTH = -2,
@@ -47,7 +52,7 @@ pub enum cursor_status {
     CURSOR_E_PERMISSION_DENIED = -3,
     /// The agent, run or artifact does not exist (or not under the given cwd).
     CURSOR_E_NOT_FOUND = -4,
-    /// The agent already has an active run.
+    /// The agent already has an active run (one this client streams).
     CURSOR_E_BUSY = -5,
     /// A rate or usage limit was hit; see `cursor_error_retry_after_ms`.
     CURSOR_E_RATE_LIMITED = -6,
@@ -55,24 +60,34 @@ pub enum cursor_status {
     CURSOR_E_UNAVAILABLE = -7,
     /// No bridge was found, or it failed before it was ready.
     CURSOR_E_BRIDGE_START_FAILED = -8,
-    /// The bridge process exited.
+    /// The bridge process exited (the next client or agent call starts a new one).
     CURSOR_E_BRIDGE_EXITED = -9,
     /// The connection to the bridge failed.
     CURSOR_E_TRANSPORT = -10,
-    /// A deadline passed.
+    /// The library's deadline for a call to the bridge passed (`requestTimeoutMs`, or
+    /// `streamIdleTimeoutMs` for a silent stream): the bridge did not answer in time.
     CURSOR_E_DEADLINE = -11,
     /// The bridge broke the protocol (bad or oversized frame…).
     CURSOR_E_PROTOCOL = -12,
-    /// The operation was cancelled.
+    /// The operation or run was cancelled.
     CURSOR_E_CANCELLED = -13,
     /// A bug in the library or the bridge (a caught panic included).
     CURSOR_E_INTERNAL = -14,
-    /// Not supported here (e.g. artifacts of local agents).
+    /// Not supported here (e.g. artifacts of local agents, an option the running bridge
+    /// release lacks).
     CURSOR_E_UNSUPPORTED = -15,
     /// The target's state forbids it (e.g. archived agent, live run).
     CURSOR_E_FAILED_PRECONDITION = -16,
-    /// The API was used wrongly (wrong handle state, second completion…).
+    /// The API was used wrongly (wrong handle state, second completion, a handle used after
+    /// its client was freed, any call in a forked child…).
     CURSOR_E_USAGE = -17,
+    /// `cursor_prompt` only: the run ended with status error or expired. The error's message is
+    /// the run's reason and its connect code the run's error code.
+    CURSOR_E_RUN_FAILED = -18,
+    /// The agent is held by a run no bridge of this client runs (made by another bridge
+    /// process, or left running by one that died). The message names the run; cancel it with
+    /// `cursor_client_cancel_run`, or send with `"reclaimStaleRuns": true`.
+    CURSOR_E_STALE_RUN = -19,
 }
 
 impl cursor_status {
@@ -96,66 +111,49 @@ impl cursor_status {
             ErrorKind::Unsupported => CURSOR_E_UNSUPPORTED,
             ErrorKind::FailedPrecondition => CURSOR_E_FAILED_PRECONDITION,
             ErrorKind::Usage => CURSOR_E_USAGE,
-        }
-    }
-
-    fn name(self) -> &'static CStr {
-        use cursor_status::*;
-        match self {
-            CURSOR_OK => c"ok",
-            CURSOR_TIMEOUT => c"timeout",
-            CURSOR_END => c"end",
-            CURSOR_E_INVALID_ARGUMENT => c"invalid_argument",
-            CURSOR_E_AUTH => c"auth",
-            CURSOR_E_PERMISSION_DENIED => c"permission_denied",
-            CURSOR_E_NOT_FOUND => c"not_found",
-            CURSOR_E_BUSY => c"busy",
-            CURSOR_E_RATE_LIMITED => c"rate_limited",
-            CURSOR_E_UNAVAILABLE => c"unavailable",
-            CURSOR_E_BRIDGE_START_FAILED => c"bridge_start_failed",
-            CURSOR_E_BRIDGE_EXITED => c"bridge_exited",
-            CURSOR_E_TRANSPORT => c"transport",
-            CURSOR_E_DEADLINE => c"deadline",
-            CURSOR_E_PROTOCOL => c"protocol",
-            CURSOR_E_CANCELLED => c"cancelled",
-            CURSOR_E_INTERNAL => c"internal",
-            CURSOR_E_UNSUPPORTED => c"unsupported",
-            CURSOR_E_FAILED_PRECONDITION => c"failed_precondition",
-            CURSOR_E_USAGE => c"usage",
+            ErrorKind::RunFailed => CURSOR_E_RUN_FAILED,
+            ErrorKind::StaleRun => CURSOR_E_STALE_RUN,
         }
     }
 }
 
-/// A short, static, lower-case name for a status (`"ok"`, `"not_found"`…). Never NULL; unknown
-/// values give `"unknown"`. The string is static: do not free it. Thread-safe.
+/// A short, static, lower-case name for a status (`"ok"`, `"not_found"`…; an error status's
+/// name is its kind's). Never NULL; unknown values give `"unknown"`. The string is static: do
+/// not free it. Thread-safe.
 #[no_mangle]
 pub extern "C" fn cursor_status_name(status: i32) -> *const c_char {
-    use cursor_status::*;
-    let all = [
-        CURSOR_OK,
-        CURSOR_TIMEOUT,
-        CURSOR_END,
-        CURSOR_E_INVALID_ARGUMENT,
-        CURSOR_E_AUTH,
-        CURSOR_E_PERMISSION_DENIED,
-        CURSOR_E_NOT_FOUND,
-        CURSOR_E_BUSY,
-        CURSOR_E_RATE_LIMITED,
-        CURSOR_E_UNAVAILABLE,
-        CURSOR_E_BRIDGE_START_FAILED,
-        CURSOR_E_BRIDGE_EXITED,
-        CURSOR_E_TRANSPORT,
-        CURSOR_E_DEADLINE,
-        CURSOR_E_PROTOCOL,
-        CURSOR_E_CANCELLED,
-        CURSOR_E_INTERNAL,
-        CURSOR_E_UNSUPPORTED,
-        CURSOR_E_FAILED_PRECONDITION,
-        CURSOR_E_USAGE,
-    ];
-    all.iter()
-        .find(|s| **s as i32 == status)
-        .map_or(c"unknown".as_ptr(), |s| s.name().as_ptr())
+    static NAMES: Lazy<Vec<(i32, CString)>> = Lazy::new(|| {
+        let mut names = vec![
+            (cursor_status::CURSOR_OK as i32, c"ok".to_owned()),
+            (cursor_status::CURSOR_TIMEOUT as i32, c"timeout".to_owned()),
+            (cursor_status::CURSOR_END as i32, c"end".to_owned()),
+        ];
+        for kind in ErrorKind::ALL {
+            names.push((cursor_status::from_kind(kind) as i32, c_string(kind.name().to_string())));
+        }
+        names
+    });
+    quiet(c"unknown".as_ptr(), || {
+        NAMES
+            .iter()
+            .find(|(v, _)| *v == status)
+            .map_or(c"unknown".as_ptr(), |(_, n)| n.as_ptr())
+    })
+}
+
+/// The library version as a number: `MAJOR * 10000 + MINOR * 100 + PATCH`, equal to
+/// `CURSOR_SDK_VERSION_NUMBER` of the header it was built with. Compare the two at run time to
+/// detect a header/library mismatch. Thread-safe.
+#[no_mangle]
+pub extern "C" fn cursor_sdk_version_number() -> u32 {
+    fn part(i: usize) -> u32 {
+        env!("CARGO_PKG_VERSION")
+            .split('.')
+            .nth(i)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0)
+    }
+    part(0) * 10000 + part(1) * 100 + part(2)
 }
 
 /// The library version, `"MAJOR.MINOR.PATCH"`, equal to `CURSOR_SDK_VERSION`. Static; do not

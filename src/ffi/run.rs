@@ -23,6 +23,8 @@ use crate::run::{Event, EventKind, Next, Run, RunResult, RunStatus};
 #[allow(non_camel_case_types)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum cursor_event_kind_t {
+    /// Not an event: what `cursor_event_kind(NULL)` gives.
+    CURSOR_EVENT_INVALID = 0,
     /// An `sdk_message`: `cursor_event_type` is "assistant", "status", "tool_call", "thinking",
     /// "usage", "system", "task", "request", … (unknown types pass through).
     CURSOR_EVENT_MESSAGE = 1,
@@ -39,6 +41,8 @@ pub enum cursor_event_kind_t {
 #[allow(non_camel_case_types)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum cursor_run_status_t {
+    /// Not a run: what `cursor_run_status(NULL)` gives.
+    CURSOR_RUN_INVALID = 0,
     CURSOR_RUN_RUNNING = 1,
     CURSOR_RUN_FINISHED = 2,
     CURSOR_RUN_ERROR = 3,
@@ -51,7 +55,8 @@ pub enum cursor_run_status_t {
 /// call: `error` NULL when the stream ended normally, else the failure. `event` and `error` are
 /// borrowed for the duration of the call only (copy what you keep). The callback must not throw
 /// or longjmp, and must not call `cursor_run_next_event` or `cursor_run_wait` on this run; it may
-/// call `cursor_run_cancel`, and `cursor_run_free` (which then returns at once).
+/// call `cursor_run_cancel` (which never blocks), and `cursor_run_free` (which then returns at
+/// once; the final call follows the callback's return).
 pub type cursor_event_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, event: *const cursor_event, error: *const cursor_error)>;
 
@@ -147,8 +152,8 @@ pub(crate) fn new_run(run: Run) -> *mut cursor_run {
     })
 }
 
-/// Maps a run's terminal status to a call status: error and cancellation become errors
-/// carrying the run's reason.
+/// Maps a run's terminal status to a call status for `cursor_prompt`: cancellation becomes
+/// `Cancelled`, error and expiry `RunFailed`, each carrying the run's reason.
 pub(crate) fn result_to_status(r: &RunResult) -> Result<cursor_status> {
     let reason = || {
         r.error_message
@@ -159,7 +164,7 @@ pub(crate) fn result_to_status(r: &RunResult) -> Result<cursor_status> {
         RunStatus::Finished | RunStatus::Running => Ok(cursor_status::CURSOR_OK),
         RunStatus::Cancelled => Err(Error::new(ErrorKind::Cancelled, reason())),
         RunStatus::Error | RunStatus::Expired => {
-            let mut e = Error::new(ErrorKind::Internal, reason());
+            let mut e = Error::new(ErrorKind::RunFailed, reason());
             e.connect_code = r.error_code.clone();
             Err(e)
         }
@@ -174,7 +179,12 @@ fn timeout_of(ms: i32) -> Option<Duration> {
 /// as it takes. Returns `CURSOR_OK` with `*out` owning an event (`cursor_event_free`),
 /// `CURSOR_TIMEOUT` when none arrived in time, `CURSOR_END` after the last event, or an error
 /// (reported once; `CURSOR_END` follows). Keepalives never surface. Fails with `CURSOR_E_USAGE`
-/// in push mode. `cursor_run_cancel` from another thread makes a blocked call return promptly.
+/// in push mode.
+///
+/// Blocks at most `timeout_ms`. However the bridge behaves, the stream ends: a silent stream is
+/// dead after `streamIdleTimeoutMs`, re-attaching to it takes at most `streamIdleTimeoutMs` plus
+/// `requestTimeoutMs`, and a bridge that does not answer ends the run with `CURSOR_E_DEADLINE`.
+/// After `cursor_run_cancel` the stream ends within `requestTimeoutMs` (normally milliseconds).
 ///
 /// # Safety
 /// `r` must be a live run handle and `out` a valid pointer; `err` NULL or valid.
@@ -218,8 +228,10 @@ pub unsafe extern "C" fn cursor_run_next_event(
 /// Waits for the run to end (consuming the remaining events) and writes the result as JSON to
 /// `*result_json_out` (owned; may be NULL to skip): `{"runId","agentId","status":"finished"|
 /// "error"|"cancelled"|"expired","text","model","durationMs","usage","git","errorCode",
-/// "errorMessage"}`. A run that ended in error is still `CURSOR_OK` here: read `status`.
-/// `timeout_ms` < 0 waits forever; on timeout returns `CURSOR_E_DEADLINE` and the run goes on.
+/// "errorMessage"}`. A run that failed, was cancelled or expired is still `CURSOR_OK` here: read
+/// `status`. `timeout_ms` < 0 waits until the end (bounded as for `cursor_run_next_event`); when
+/// `timeout_ms` passes first, returns `CURSOR_TIMEOUT` (not an error; `*result_json_out` stays
+/// NULL) and the run goes on.
 ///
 /// # Safety
 /// `result_json_out` must be NULL or valid.
@@ -238,7 +250,9 @@ pub unsafe extern "C" fn cursor_run_wait(
                 "the run delivers through its callback (cursor_run_set_callback)",
             ));
         }
-        let result = r.run.wait(timeout_of(timeout_ms))?;
+        let Some(result) = r.run.wait_timeout(timeout_of(timeout_ms))? else {
+            return Ok(cursor_status::CURSOR_TIMEOUT);
+        };
         if !result_json_out.is_null() {
             write_string(result_json_out, json(&result.to_json())?);
         }
@@ -246,21 +260,33 @@ pub unsafe extern "C" fn cursor_run_wait(
     })
 }
 
-/// Asks the bridge to cancel the run; its stream then ends with status cancelled (and a blocked
-/// `cursor_run_next_event` wakes). Safe from any thread, including inside the push callback;
-/// idempotent; on a run already over it does nothing and returns `CURSOR_OK`.
+/// Cancels the run. Never blocks (safe in a frame loop): a library thread asks the bridge, as
+/// soon as the run id is known, and the outcome shows in the stream, which ends with status
+/// cancelled (a reader blocked in `cursor_run_next_event` or `cursor_run_wait` wakes). If the
+/// bridge does not end the stream within `requestTimeoutMs`, the run is ended here with a
+/// `CURSOR_E_CANCELLED` error event. Safe from any thread, including inside the push callback;
+/// idempotent; on a run already over it does nothing. Returns `CURSOR_OK`, or
+/// `CURSOR_E_INVALID_ARGUMENT` for NULL, `CURSOR_E_USAGE` in a forked child.
+///
+/// # Safety
+/// `r` must be NULL or a live run handle; `err` NULL or valid.
 #[no_mangle]
-pub extern "C" fn cursor_run_cancel(r: *mut cursor_run, err: *mut *mut cursor_error) -> cursor_status {
+pub unsafe extern "C" fn cursor_run_cancel(r: *mut cursor_run, err: *mut *mut cursor_error) -> cursor_status {
     call(err, || {
-        handle(r, "run")?.run.cancel()?;
+        let r = handle(r, "run")?;
+        r.run.check_process()?;
+        r.run.cancel();
         Ok(cursor_status::CURSOR_OK)
     })
 }
 
 /// The run id (known once `cursor_agent_send` returned). Borrowed until `cursor_run_free`;
 /// `""` if the bridge has not named the run. Safe from any thread.
+///
+/// # Safety
+/// `r`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_run_id(r: *const cursor_run) -> *const c_char {
+pub unsafe extern "C" fn cursor_run_id(r: *const cursor_run) -> *const c_char {
     quiet(std::ptr::null(), || {
         let Ok(r) = handle(r, "run") else {
             return std::ptr::null();
@@ -277,10 +303,13 @@ pub extern "C" fn cursor_run_id(r: *const cursor_run) -> *const c_char {
     })
 }
 
-/// The latest status seen on the stream. Safe from any thread. NULL gives `CURSOR_RUN_ERROR`.
+/// The latest status seen on the stream. Safe from any thread. NULL gives `CURSOR_RUN_INVALID`.
+///
+/// # Safety
+/// `r` must be NULL or a live run handle.
 #[no_mangle]
-pub extern "C" fn cursor_run_status(r: *const cursor_run) -> cursor_run_status_t {
-    quiet(cursor_run_status_t::CURSOR_RUN_ERROR, || match handle(r, "run") {
+pub unsafe extern "C" fn cursor_run_status(r: *const cursor_run) -> cursor_run_status_t {
+    quiet(cursor_run_status_t::CURSOR_RUN_INVALID, || match handle(r, "run") {
         Ok(r) => match r.run.status() {
             RunStatus::Running => cursor_run_status_t::CURSOR_RUN_RUNNING,
             RunStatus::Finished => cursor_run_status_t::CURSOR_RUN_FINISHED,
@@ -288,13 +317,16 @@ pub extern "C" fn cursor_run_status(r: *const cursor_run) -> cursor_run_status_t
             RunStatus::Cancelled => cursor_run_status_t::CURSOR_RUN_CANCELLED,
             RunStatus::Expired => cursor_run_status_t::CURSOR_RUN_EXPIRED,
         },
-        Err(_) => cursor_run_status_t::CURSOR_RUN_ERROR,
+        Err(_) => cursor_run_status_t::CURSOR_RUN_INVALID,
     })
 }
 
 /// The assistant text streamed so far (the final text once the run ended). Owned result.
+///
+/// # Safety
+/// `r`, `text_out`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_run_text(
+pub unsafe extern "C" fn cursor_run_text(
     r: *mut cursor_run,
     text_out: *mut *mut c_char,
     err: *mut *mut cursor_error,
@@ -331,8 +363,11 @@ pub unsafe extern "C" fn cursor_run_observe(
 /// kqueue/epoll loops: when readable, call `cursor_run_next_event(r, 0, …)` until it returns
 /// `CURSOR_TIMEOUT` (which re-arms it) or `CURSOR_END`. Owned by the run (do not close it);
 /// valid until `cursor_run_free`. Returns -1 on error or where unsupported (Windows).
+///
+/// # Safety
+/// `r`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_run_wait_fd(r: *mut cursor_run) -> i32 {
+pub unsafe extern "C" fn cursor_run_wait_fd(r: *mut cursor_run) -> i32 {
     quiet(-1, || {
         let Ok(r) = handle(r, "run") else { return -1 };
         let mut slot = r.notifier.lock();
@@ -402,6 +437,9 @@ pub unsafe extern "C" fn cursor_run_set_callback(
     })
 }
 
+/// How often the push thread looks at the stop flag while no event comes.
+const PUSH_POLL: Duration = Duration::from_millis(20);
+
 /// The push loop: events in order, then exactly one final call. A panic in the library ends
 /// the run with an internal error (the final call).
 fn deliver(run: &Run, stop: &AtomicBool, invoke: impl Fn(*const cursor_event, *const cursor_error)) {
@@ -409,7 +447,8 @@ fn deliver(run: &Run, stop: &AtomicBool, invoke: impl Fn(*const cursor_event, *c
         if stop.load(Ordering::Acquire) {
             break Some(Error::new(ErrorKind::Cancelled, "the run handle was freed"));
         }
-        let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.next_event(None)));
+        // A short wait, so that a free is seen at once even while the reader is stuck in a call.
+        let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.next_event(Some(PUSH_POLL))));
         match step {
             Ok(Ok(Next::Event(e))) => {
                 if stop.load(Ordering::Acquire) {
@@ -445,11 +484,12 @@ fn deliver(run: &Run, stop: &AtomicBool, invoke: impl Fn(*const cursor_event, *c
 }
 
 /// Frees a run handle. NULL is accepted. It does not cancel the run in the bridge (call
-/// `cursor_run_cancel` first for that); it stops reading promptly. In push mode it waits for a
-/// callback in progress and for the final call (unless called from inside the callback, when it
-/// returns at once and the final call follows the callback's return). Safe from any thread
-/// while another thread is blocked in `cursor_run_next_event` on a different handle; never free
-/// a handle another thread is still using.
+/// `cursor_run_cancel` first for that); it stops reading at once (no network wait). In push
+/// mode it waits for a callback in progress and for the final call (unless called from inside
+/// the callback, when it returns at once and the final call follows the callback's return).
+/// The wake descriptor is closed before it returns and never written afterwards. Safe from any
+/// thread while another thread is blocked in `cursor_run_next_event` on a different handle;
+/// never free a handle another thread is still using.
 ///
 /// # Safety
 /// `r` must be NULL or a run from this library not yet freed.
@@ -457,6 +497,9 @@ fn deliver(run: &Run, stop: &AtomicBool, invoke: impl Fn(*const cursor_event, *c
 pub unsafe extern "C" fn cursor_run_free(r: *mut cursor_run) {
     quiet((), || {
         let Some(handle) = take_handle(r) else { return };
+        // No wake after this returns: the waker is removed (waiting out a call in progress), so
+        // the descriptor is closed with the handle below.
+        handle.run.set_waker(None);
         let push = handle.push.lock().take();
         if let Some(mut push) = push {
             push.stop.store(true, Ordering::Release);
@@ -471,23 +514,30 @@ pub unsafe extern "C" fn cursor_run_free(r: *mut cursor_run) {
     });
 }
 
-/// The event's kind. NULL gives `CURSOR_EVENT_MESSAGE`.
+/// The event's kind. NULL gives `CURSOR_EVENT_INVALID`.
+///
+/// # Safety
+/// `e` must be NULL or a live event.
 #[no_mangle]
-pub extern "C" fn cursor_event_kind(e: *const cursor_event) -> cursor_event_kind_t {
-    quiet(cursor_event_kind_t::CURSOR_EVENT_MESSAGE, || {
+pub unsafe extern "C" fn cursor_event_kind(e: *const cursor_event) -> cursor_event_kind_t {
+    quiet(cursor_event_kind_t::CURSOR_EVENT_INVALID, || {
         match handle(e, "event").map(|e| e.event.kind) {
+            Ok(EventKind::Message) => cursor_event_kind_t::CURSOR_EVENT_MESSAGE,
             Ok(EventKind::Delta) => cursor_event_kind_t::CURSOR_EVENT_DELTA,
             Ok(EventKind::Step) => cursor_event_kind_t::CURSOR_EVENT_STEP,
             Ok(EventKind::Result) => cursor_event_kind_t::CURSOR_EVENT_RESULT,
-            _ => cursor_event_kind_t::CURSOR_EVENT_MESSAGE,
+            Err(_) => cursor_event_kind_t::CURSOR_EVENT_INVALID,
         }
     })
 }
 
 /// The event's type: "assistant", "status", "tool_call", "text-delta", "result", …
 /// Borrowed until `cursor_event_free`; NULL for a NULL event.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_event_type(e: *const cursor_event) -> *const c_char {
+pub unsafe extern "C" fn cursor_event_type(e: *const cursor_event) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(e, "event").map_or(std::ptr::null(), |e| e.r#type().as_ptr())
     })
@@ -496,8 +546,11 @@ pub extern "C" fn cursor_event_type(e: *const cursor_event) -> *const c_char {
 /// The event's payload as JSON text (snake_case keys inside messages, as the bridge sends
 /// them). Built on the first call (the type and text never need it), so the first call on a
 /// large message costs its decoding. Borrowed until `cursor_event_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_event_json(e: *const cursor_event) -> *const c_char {
+pub unsafe extern "C" fn cursor_event_json(e: *const cursor_event) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(e, "event").map_or(std::ptr::null(), |e| e.json().as_ptr())
     })
@@ -505,8 +558,11 @@ pub extern "C" fn cursor_event_json(e: *const cursor_event) -> *const c_char {
 
 /// The assistant text this event carries (an "assistant" message's text blocks, or a
 /// "text-delta"), or NULL. Borrowed until `cursor_event_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_event_text(e: *const cursor_event) -> *const c_char {
+pub unsafe extern "C" fn cursor_event_text(e: *const cursor_event) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(e, "event")
             .ok()
@@ -516,8 +572,11 @@ pub extern "C" fn cursor_event_text(e: *const cursor_event) -> *const c_char {
 }
 
 /// The event's resume offset in its stream, or NULL. Borrowed until `cursor_event_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_event_offset(e: *const cursor_event) -> *const c_char {
+pub unsafe extern "C" fn cursor_event_offset(e: *const cursor_event) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(e, "event")
             .ok()
@@ -547,14 +606,25 @@ struct Notifier {
 impl Notifier {
     fn new() -> Option<Notifier> {
         let mut fds = [0i32; 2];
-        // SAFETY: plain pipe creation; both ends made non-blocking and close-on-exec.
+        // Close-on-exec from birth where the platform can (a fork+exec elsewhere in the host
+        // must not inherit it); non-blocking both ends.
+        // SAFETY: plain pipe creation on a valid array.
+        #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+        unsafe {
+            if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) != 0 {
+                return None;
+            }
+        }
+        // macOS has no pipe2: set the flags right away (a fork+exec in between is a narrow race).
+        // SAFETY: as above; the fcntl calls only set flags on the new descriptors.
+        #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
         unsafe {
             if libc::pipe(fds.as_mut_ptr()) != 0 {
                 return None;
             }
             for fd in fds {
-                libc::fcntl(fd, libc::F_SETFL, libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK);
                 libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                libc::fcntl(fd, libc::F_SETFL, libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK);
             }
         }
         Some(Notifier {

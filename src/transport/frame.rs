@@ -80,6 +80,11 @@ impl<R: Read> FrameReader<R> {
         }
     }
 
+    /// The byte stream the frames come from.
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
     /// The next frame. After the end frame this keeps returning `Frame::End`.
     /// An error end frame becomes the `Err` it carries.
     pub fn next_frame(&mut self) -> Result<Frame> {

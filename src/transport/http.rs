@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 
 use super::frame::io_error;
 use crate::error::{Error, ErrorKind, Result};
+use crate::fork::Owner;
 
 /// Longest response head we accept.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -40,6 +41,10 @@ impl Socket {
     pub fn set_limits(&mut self, deadline: Option<Instant>, idle_timeout: Option<Duration>) {
         self.deadline = deadline;
         self.idle_timeout = idle_timeout;
+    }
+
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        self.idle_timeout
     }
 
     fn timeout(&self) -> io::Result<Option<Duration>> {
@@ -119,7 +124,7 @@ impl Conn {
             .stream
             .try_clone()
             .map_err(|e| io_error(e, "cloning socket"))?;
-        Ok(Aborter(Arc::new(s)))
+        Ok(Aborter(Arc::new(s), Owner::here()))
     }
 
     pub fn socket_mut(&mut self) -> &mut Socket {
@@ -138,13 +143,51 @@ impl Conn {
     }
 }
 
-/// Shuts a connection's socket down, waking any thread blocked on it.
+/// Shuts a connection's socket down, waking any thread blocked on it. In a forked child it
+/// does nothing: the socket is shared with the parent, whose call it would break.
 #[derive(Clone)]
-pub struct Aborter(Arc<TcpStream>);
+pub struct Aborter(Arc<TcpStream>, Owner);
 
 impl Aborter {
     pub fn abort(&self) {
-        let _ = self.0.shutdown(Shutdown::Both);
+        if !self.1.is_foreign() {
+            let _ = self.0.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// Where a call in progress puts its socket so that another thread can abort it. Once
+/// aborted, a socket put there later is shut down at once, so an abort never misses a call
+/// that was just connecting.
+#[derive(Default)]
+pub struct AbortSlot {
+    state: Mutex<(bool, Option<Aborter>)>,
+}
+
+impl AbortSlot {
+    pub fn set(&self, a: Aborter) {
+        let mut st = self.state.lock();
+        if st.0 {
+            a.abort();
+        } else {
+            st.1 = Some(a);
+        }
+    }
+
+    pub fn clear(&self) {
+        self.state.lock().1 = None;
+    }
+
+    pub fn abort(&self) {
+        let mut st = self.state.lock();
+        st.0 = true;
+        if let Some(a) = st.1.take() {
+            a.abort();
+        }
+    }
+
+    pub fn is_aborted(&self) -> bool {
+        self.state.lock().0
     }
 }
 
@@ -175,18 +218,36 @@ pub struct Peer {
     pool: Mutex<Vec<(Conn, Instant)>>,
 }
 
+/// Checks a bridge base URL (`http://host:port`, optional trailing `/`) and returns its
+/// `host:port`: a port from 1 to 65535, no path, credentials, spaces or control characters.
+pub fn check_base_url(base_url: &str) -> Result<&str> {
+    let bad = |why: &str| Err(Error::invalid_argument(format!("bridge URL {base_url:?} {why}")));
+    let Some(rest) = base_url.strip_prefix("http://") else {
+        return bad("must start with http://");
+    };
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority
+        .bytes()
+        .any(|b| b.is_ascii_control() || b.is_ascii_whitespace() || b"/?#@\\".contains(&b))
+    {
+        return bad("must be http://host:port with no path, credentials, spaces or control characters");
+    }
+    let Some((host, port)) = authority.rsplit_once(':') else {
+        return bad("has no port");
+    };
+    if host.is_empty() || host == "[]" {
+        return bad("has no host");
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(authority),
+        _ => bad("has a port outside 1..65535"),
+    }
+}
+
 impl Peer {
     /// `base_url` is `http://host:port` (as the bridge's ready line or attach options give it).
     pub fn new(base_url: &str, token: &str) -> Result<Peer> {
-        let rest = base_url
-            .strip_prefix("http://")
-            .ok_or_else(|| Error::invalid_argument(format!("bridge URL must start with http:// (got {base_url:?})")))?;
-        let authority = rest.trim_end_matches('/');
-        if authority.is_empty() || authority.contains('/') {
-            return Err(Error::invalid_argument(format!(
-                "bridge URL has no host:port: {base_url:?}"
-            )));
-        }
+        let authority = check_base_url(base_url)?;
         let addr = authority
             .to_socket_addrs()
             .map_err(|e| Error::invalid_argument(format!("bridge URL {base_url:?}: {e}")))?
@@ -207,13 +268,27 @@ impl Peer {
 
     /// Sends a request and returns the connection positioned at the response body.
     /// A stale pooled connection is retried once on a fresh one, idempotent requests only.
-    pub fn send(&self, req: &Request<'_>, deadline: Instant) -> Result<(Conn, ResponseHead)> {
+    /// With `abort`, the socket is put there first, so another thread can cut the call short.
+    pub fn send(
+        &self,
+        req: &Request<'_>,
+        deadline: Instant,
+        abort: Option<&AbortSlot>,
+    ) -> Result<(Conn, ResponseHead)> {
+        let register = |conn: &Conn| -> Result<()> {
+            if let Some(slot) = abort {
+                slot.set(conn.aborter()?);
+            }
+            Ok(())
+        };
         let mut conn = self.checkout(deadline)?;
+        register(&conn)?;
         match self.exchange(&mut conn, req, deadline) {
             Ok(head) => Ok((conn, head)),
             Err((err, before_response)) if conn.reused && before_response && req.idempotent => {
                 let _ = err;
                 let mut fresh = Conn::open(self.addr, deadline)?;
+                register(&fresh)?;
                 self.exchange(&mut fresh, req, deadline)
                     .map(|h| (fresh, h))
                     .map_err(|(e, _)| e)
@@ -390,6 +465,17 @@ impl Body {
     }
 }
 
+impl Body {
+    /// The socket under the body (to change its deadlines).
+    pub fn socket_mut(&mut self) -> &mut Socket {
+        match self {
+            Body::Sized(t) => t.get_mut().get_mut(),
+            Body::Chunked(d) => d.get_mut().get_mut(),
+            Body::UntilClose(r) => r.get_mut(),
+        }
+    }
+}
+
 impl Read for Body {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
@@ -440,7 +526,7 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\ncontent-type: application/proto\r\n\r\n\x0a\x04pong".to_vec(),
         ]);
         let peer = Peer::new(&url, "tok").unwrap();
-        let (conn, head) = peer.send(&req(true), Instant::now() + Duration::from_secs(5)).unwrap();
+        let (conn, head) = peer.send(&req(true), Instant::now() + Duration::from_secs(5), None).unwrap();
         assert_eq!(head.status, 200);
         let mut body = Body::new(conn, &head);
         assert_eq!(body.read_all(1024).unwrap(), b"\x0a\x04pong");
@@ -457,7 +543,7 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n".to_vec(),
         ]);
         let peer = Peer::new(&url, "t").unwrap();
-        let (conn, head) = peer.send(&req(true), Instant::now() + Duration::from_secs(5)).unwrap();
+        let (conn, head) = peer.send(&req(true), Instant::now() + Duration::from_secs(5), None).unwrap();
         assert!(head.chunked);
         let mut body = Body::new(conn, &head);
         assert_eq!(body.read_all(1024).unwrap(), b"abcde");
@@ -470,13 +556,13 @@ mod tests {
             b"NOT HTTP AT ALL\r\n\r\n".to_vec(),
         ]);
         let peer = Peer::new(&url, "t").unwrap();
-        let (conn, head) = peer.send(&req(true), Instant::now() + Duration::from_secs(5)).unwrap();
+        let (conn, head) = peer.send(&req(true), Instant::now() + Duration::from_secs(5), None).unwrap();
         assert_eq!(
             Body::new(conn, &head).read_all(4).unwrap_err().kind,
             ErrorKind::Protocol
         );
         let e = peer
-            .send(&req(true), Instant::now() + Duration::from_secs(5))
+            .send(&req(true), Instant::now() + Duration::from_secs(5), None)
             .err()
             .unwrap();
         assert_eq!(e.kind, ErrorKind::Protocol);
@@ -489,7 +575,7 @@ mod tests {
         let peer = Peer::new(&url, "t").unwrap();
         let t0 = Instant::now();
         let e = peer
-            .send(&req(true), Instant::now() + Duration::from_millis(200))
+            .send(&req(true), Instant::now() + Duration::from_millis(200), None)
             .err()
             .unwrap();
         assert_eq!(e.kind, ErrorKind::Timeout);
@@ -520,7 +606,7 @@ mod tests {
     }
 
     fn call(peer: &Peer, idempotent: bool) -> Result<Vec<u8>> {
-        let (conn, head) = peer.send(&req(idempotent), Instant::now() + Duration::from_secs(5))?;
+        let (conn, head) = peer.send(&req(idempotent), Instant::now() + Duration::from_secs(5), None)?;
         let mut body = Body::new(conn, &head);
         let bytes = body.read_all(1024)?;
         if let Some(c) = body.into_conn() {
@@ -558,5 +644,17 @@ mod tests {
         assert!(Peer::new("http://127.0.0.1:1", "").is_err());
         assert!(Peer::new("http://127.0.0.1:1", "a\nb").is_err());
         assert!(Peer::new("http://[::1]:1", "t").is_ok());
+        for bad in [
+            "http://127.0.0.1:99999",
+            "http://127.0.0.1:0",
+            "http://127.0.0.1",
+            "http://127.0.0.1:80\r\nX: y",
+            "http://u@127.0.0.1:80",
+            "http://127.0.0.1:80/x",
+            "http://:80",
+        ] {
+            assert!(check_base_url(bad).is_err(), "{bad:?} accepted");
+        }
+        assert_eq!(check_base_url("http://127.0.0.1:8080/").unwrap(), "127.0.0.1:8080");
     }
 }

@@ -9,6 +9,7 @@ use prost::Message;
 
 use crate::error::{Error, ErrorKind, Result};
 use frame::{Frame, FrameBatch, FrameReader};
+pub use http::AbortSlot;
 use http::{Aborter, Body, Peer, Request, ResponseHead};
 
 /// Cap on a unary response or error body.
@@ -61,17 +62,19 @@ impl Transport {
         &self.opts
     }
 
-    /// One unary RPC: `POST /<service>/<method>` with `application/proto`.
+    /// One unary RPC: `POST /<service>/<method>` with `application/proto`, done by `deadline`
+    /// (default: the unary timeout from now). `abort` lets another thread cut it short.
     pub fn unary<Req: Message, Resp: Message + Default>(
         &self,
         service: &str,
         method: &str,
         req: &Req,
         idempotency: Idempotency,
-        timeout: Option<Duration>,
+        deadline: Option<Instant>,
+        abort: Option<&AbortSlot>,
     ) -> Result<Resp> {
-        let timeout = timeout.unwrap_or(self.opts.unary_timeout);
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline.unwrap_or_else(|| Instant::now() + self.opts.unary_timeout);
+        let timeout = deadline.saturating_duration_since(Instant::now());
         let path = format!("/{service}/{method}");
         let body = req.encode_to_vec();
         let request = Request {
@@ -81,9 +84,16 @@ impl Transport {
             idempotent: idempotency == Idempotency::Idempotent,
             timeout_header_ms: Some(timeout.as_millis()),
         };
-        let (conn, head) = self.peer.send(&request, deadline).map_err(|e| in_call(e, method))?;
+        let (conn, head) = self
+            .peer
+            .send(&request, deadline, abort)
+            .map_err(|e| in_call(e, method))?;
         let mut body = Body::new(conn, &head);
-        let bytes = body.read_all(MAX_UNARY_BODY).map_err(|e| in_call(e, method))?;
+        let bytes = body.read_all(MAX_UNARY_BODY).map_err(|e| in_call(e, method));
+        if let Some(slot) = abort {
+            slot.clear();
+        }
+        let bytes = bytes?;
         if head.status != 200 {
             return Err(error_response(&head, &bytes));
         }
@@ -102,9 +112,18 @@ impl Transport {
     }
 
     /// Opens a server stream: `POST` of one enveloped request with `application/connect+proto`.
-    /// Returns once the response head has arrived (the bridge sends it with the first frame).
-    pub fn stream<Req: Message>(&self, service: &str, method: &str, req: &Req) -> Result<FrameStream> {
-        let deadline = Instant::now() + self.opts.stream_idle_timeout;
+    /// Returns once the response head has arrived (the bridge sends it with the first frame),
+    /// which must be by `deadline`; the first read of the stream has the same deadline (see
+    /// [`FrameStream::set_deadline`]), later reads the stream idle timeout. `abort` lets another
+    /// thread cut the opening short.
+    pub fn stream<Req: Message>(
+        &self,
+        service: &str,
+        method: &str,
+        req: &Req,
+        deadline: Instant,
+        abort: Option<&AbortSlot>,
+    ) -> Result<FrameStream> {
         let path = format!("/{service}/{method}");
         let body = frame::encode(&req.encode_to_vec());
         let request = Request {
@@ -114,7 +133,10 @@ impl Transport {
             idempotent: false,
             timeout_header_ms: None,
         };
-        let (mut conn, head) = self.peer.send(&request, deadline).map_err(|e| in_call(e, method))?;
+        let (mut conn, head) = self
+            .peer
+            .send(&request, deadline, abort)
+            .map_err(|e| in_call(e, method))?;
         let aborter = conn.aborter()?;
         if head.status != 200 {
             let bytes = Body::new(conn, &head).read_all(MAX_UNARY_BODY)?;
@@ -126,7 +148,8 @@ impl Transport {
                 head.content_type
             )));
         }
-        conn.socket_mut().set_limits(None, Some(self.opts.stream_idle_timeout));
+        conn.socket_mut()
+            .set_limits(Some(deadline), Some(self.opts.stream_idle_timeout));
         Ok(FrameStream {
             reader: FrameReader::new(Body::new(conn, &head), self.opts.max_frame_bytes),
             aborter,
@@ -191,6 +214,14 @@ impl FrameStream {
 
     pub fn abort_handle(&self) -> Aborter {
         self.aborter.clone()
+    }
+
+    /// Sets (or with `None` lifts) an absolute deadline for the reads to come; the stream idle
+    /// timeout applies either way.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        let socket = self.reader.get_mut().socket_mut();
+        let idle = socket.idle_timeout();
+        socket.set_limits(deadline, idle);
     }
 }
 
