@@ -259,14 +259,16 @@ TEST(cancel_run) {
     fx_close(&f);
 }
 
-TEST(wait_deadline_then_cancel) {
+TEST(wait_timeout_then_cancel) {
     fixture f;
     CHECK(fx_open(&f, double_bin(), ""));
     cursor_run *r = NULL;
     CHECK_OK(cursor_agent_send(f.agent, "scenario:slow:50", NULL, &r, ERR));
     char *res = (char *)(uintptr_t)1;
     double s = h_now_ms();
-    CHECK_ST(cursor_run_wait(r, 150, &res, ERR), CURSOR_E_DEADLINE);
+    cursor_error *te = (cursor_error *)(uintptr_t)1;
+    CHECK_INT(cursor_run_wait(r, 150, &res, &te), CURSOR_TIMEOUT); /* the same status as next_event */
+    CHECK(te == NULL); /* not an error */
     CHECK(res == NULL);
     CHECKF(h_now_ms() - s < 2000, "wait(150) took %.0f ms", h_now_ms() - s);
     CHECK_INT(cursor_run_status(r), CURSOR_RUN_RUNNING); /* the run goes on */
@@ -516,7 +518,9 @@ TEST(prompt_one_shot) {
     CHECK_STR(text, NORMAL_TEXT);
     cursor_string_free(text);
     cursor_error *e = NULL;
-    CHECK_INT(cursor_prompt("scenario:fail", "{\"model\":\"composer-2\"}", &text, &e), CURSOR_E_INTERNAL);
+    CHECK_INT(cursor_prompt("scenario:fail", "{\"model\":\"composer-2\"}", &text, &e), CURSOR_E_RUN_FAILED);
+    CHECK_INT(cursor_error_kind(e), CURSOR_E_RUN_FAILED);
+    CHECK_STR(cursor_status_name(CURSOR_E_RUN_FAILED), "run_failed");
     CHECK(text == NULL);
     CHECK_CONTAINS(cursor_error_message(e), "scripted failure");
     cursor_error_free(e);
@@ -644,7 +648,7 @@ TEST(misuse_null_everywhere) {
     MISUSE("run", cursor_run_wait(NULL, 0, &s, ERRP), cursor_run_wait(NULL, 0, &s, NULL));
     MISUSE("run", cursor_run_cancel(NULL, ERRP), cursor_run_cancel(NULL, NULL));
     CHECK(cursor_run_id(NULL) == NULL);
-    CHECK_INT(cursor_run_status(NULL), CURSOR_RUN_ERROR);
+    CHECK_INT(cursor_run_status(NULL), CURSOR_RUN_INVALID);
     MISUSE("run", cursor_run_text(NULL, &s, ERRP), cursor_run_text(NULL, &s, NULL));
     MISUSE("text_out", cursor_run_text(r, NULL, ERRP), cursor_run_text(r, NULL, NULL));
     MISUSE("run", cursor_run_observe(NULL, NULL, &orun, ERRP), cursor_run_observe(NULL, NULL, &orun, NULL));
@@ -654,7 +658,7 @@ TEST(misuse_null_everywhere) {
     MISUSE("fn", cursor_run_set_callback(r, NULL, NULL, ERRP), cursor_run_set_callback(r, NULL, NULL, NULL));
 
     /* event and error accessors */
-    CHECK_INT(cursor_event_kind(NULL), CURSOR_EVENT_MESSAGE);
+    CHECK_INT(cursor_event_kind(NULL), CURSOR_EVENT_INVALID);
     CHECK(cursor_event_type(NULL) == NULL);
     CHECK(cursor_event_json(NULL) == NULL);
     CHECK(cursor_event_text(NULL) == NULL);
@@ -1337,7 +1341,7 @@ static const h_test TESTS[] = {
     T(deltas_and_steps),
     T(failing_run),
     T(cancel_run),
-    T(wait_deadline_then_cancel),
+    T(wait_timeout_then_cancel),
     T(busy_agent),
     T(error_accessors_not_found),
     T(error_accessors_local_errors),
