@@ -240,7 +240,7 @@ fn parse(text: &str, callbacks: &[String], doc: String) -> Decl {
                 let ty = p[..split].trim_end();
                 let base = ty.trim_end_matches([' ', '*']).to_string();
                 let stars = ty.matches('*').count();
-                let callback = callbacks.iter().any(|c| *c == base);
+                let callback = callbacks.contains(&base);
                 Param {
                     levels: stars + usize::from(callback),
                     stars,
