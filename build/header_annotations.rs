@@ -140,6 +140,11 @@ struct Param {
 /// Marks every enum open, wraps the declarations in the assume-nonnull region and annotates
 /// each nullable pointer (and both levels of every `T **`). Panics on anything unexpected.
 pub fn annotate(header: &str) -> String {
+    annotate_with(header, NULLABLE)
+}
+
+/// `annotate` with another `NULLABLE` list (tests use their own declarations).
+pub fn annotate_with(header: &str, listed: &[(&str, &str)]) -> String {
     let enums = header.matches("typedef enum {").count();
     assert!(
         enums > 0 && enums == header.matches("typedef enum").count(),
@@ -188,8 +193,11 @@ pub fn annotate(header: &str) -> String {
                 text.push(' ');
                 text.push_str(next.trim());
             }
-            let decl = parse(&text, &callbacks, std::mem::take(&mut doc));
-            out.push_str(&emit(&decl));
+            // One line, single spaces, so a phrase wrapped across comment lines still matches.
+            let doc_text = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+            doc.clear();
+            let decl = parse(&text, &callbacks, doc_text);
+            out.push_str(&emit(&decl, listed));
             decls.push(decl);
             continue;
         } else {
@@ -198,7 +206,7 @@ pub fn annotate(header: &str) -> String {
         out.push_str(line);
         out.push('\n');
     }
-    check_list(&decls);
+    check_list(&decls, listed);
     out
 }
 
@@ -259,10 +267,6 @@ fn parse(text: &str, callbacks: &[String], doc: String) -> Decl {
     }
 }
 
-fn nullable_listed(decl: &str, what: &str) -> bool {
-    NULLABLE.contains(&(decl, what))
-}
-
 fn qualifier(nullable: bool) -> &'static str {
     if nullable {
         "CURSOR_NULLABLE"
@@ -271,7 +275,7 @@ fn qualifier(nullable: bool) -> &'static str {
     }
 }
 
-fn emit(d: &Decl) -> String {
+fn emit(d: &Decl, listed: &[(&str, &str)]) -> String {
     let mut head = d.head.clone();
     let returns_pointer = d.after_name.is_empty() && head.ends_with('*');
     assert!(
@@ -279,10 +283,10 @@ fn emit(d: &Decl) -> String {
         "header annotations: no rule for the `**` return of {}",
         d.name
     );
-    if returns_pointer && (nullable_listed(&d.name, "return") || d.doc.contains(DOC_RETURN_PHRASE)) {
+    if returns_pointer && (listed.contains(&(d.name.as_str(), "return")) || d.doc.contains(DOC_RETURN_PHRASE)) {
         head.push_str("CURSOR_NULLABLE ");
     }
-    let params: Vec<String> = d.params.iter().map(|p| annotate_param(d, p)).collect();
+    let params: Vec<String> = d.params.iter().map(|p| annotate_param(d, p, listed)).collect();
     let open = format!("{head}{}{}(", d.name, d.after_name);
     let one_line = format!("{open}{});", params.join(", "));
     if params.is_empty() {
@@ -295,9 +299,9 @@ fn emit(d: &Decl) -> String {
     format!("{open}{});\n", params.join(&indent))
 }
 
-fn annotate_param(d: &Decl, p: &Param) -> String {
+fn annotate_param(d: &Decl, p: &Param, listed: &[(&str, &str)]) -> String {
     let [named_outer, named_inner] = by_name(&d.name, &p.name, p.levels);
-    let outer = named_outer || by_doc(&d.doc, &p.name) || nullable_listed(&d.name, &p.name);
+    let outer = named_outer || by_doc(&d.doc, &p.name) || listed.contains(&(d.name.as_str(), p.name.as_str()));
     let stars = "*".repeat(p.stars);
     match p.levels {
         0 => format!("{} {}", p.base, p.name),
@@ -321,8 +325,8 @@ fn annotate_param(d: &Decl, p: &Param) -> String {
 
 /// Every `NULLABLE` entry names an existing declaration and parameter (or a pointer return),
 /// and no naming or doc rule covers it already.
-fn check_list(decls: &[Decl]) {
-    for &(name, what) in NULLABLE {
+fn check_list(decls: &[Decl], listed: &[(&str, &str)]) {
+    for &(name, what) in listed {
         let d = decls.iter().find(|d| d.name == name).unwrap_or_else(|| {
             panic!("header annotations: NULLABLE names `{name}`, which the header does not declare")
         });

@@ -256,3 +256,94 @@ fn documented_nullability_examples() {
     has("cursor_event_fn", "const cursor_event *CURSOR_NULLABLE event,");
     has("cursor_store_fn", "const char *input_json,");
 }
+
+// The post-processor itself, on made-up declarations: new functions that follow the conventions
+// are annotated without touching its rule list, and what it cannot handle fails loudly.
+#[path = "../build/header_annotations.rs"]
+mod header_annotations;
+
+/// A cbindgen-like header around `body` (the macros come from `after_includes`).
+fn made_up(body: &str) -> String {
+    format!(
+        "#ifndef CURSOR_SDK_H\n#define CURSOR_SDK_H\n{}\ntypedef enum {{\n    A = 1,\n}} e;\n\n{body}\n#endif  /* CURSOR_SDK_H */\n",
+        header_annotations::MACROS
+    )
+}
+
+/// The panic message of `f`.
+fn panic_of(f: impl FnOnce() -> String + std::panic::UnwindSafe) -> String {
+    let e = std::panic::catch_unwind(f).expect_err("expected a panic");
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_new_function_following_the_conventions_is_annotated() {
+    let body = "/// A label, or NULL. `hint` may be NULL.\n\
+                const char *cursor_w_label(const cursor_w *w, const char *hint, const char *options_json, char **text_out, cursor_error **err);\n\
+                /// Frees a w.\n\
+                void cursor_w_free(cursor_w *w);\n\
+                /// A callback.\n\
+                typedef void (*cursor_w_fn)(void *user_data, const char *what);\n\
+                /// Sets it (`fn` required).\n\
+                void cursor_w_set(cursor_w *w, cursor_w_fn fn, cursor_w_fn other);\n";
+    let out = header_annotations::annotate_with(&made_up(body), &[("cursor_w_set", "other")]);
+    for want in [
+        "typedef enum CURSOR_OPEN_ENUM {",
+        "const char *CURSOR_NULLABLE cursor_w_label(const cursor_w *w,\n",
+        "const char *CURSOR_NULLABLE hint,",
+        "const char *CURSOR_NULLABLE options_json,",
+        "char *CURSOR_NULLABLE *CURSOR_NONNULL text_out,",
+        "cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);",
+        "void cursor_w_free(cursor_w *CURSOR_NULLABLE w);",
+        "typedef void (*cursor_w_fn)(void *CURSOR_NULLABLE user_data, const char *what);",
+        "void cursor_w_set(cursor_w *w, cursor_w_fn fn, cursor_w_fn CURSOR_NULLABLE other);",
+        "CURSOR_ASSUME_NONNULL_END\n\n#endif  /* CURSOR_SDK_H */",
+    ] {
+        assert!(out.contains(want), "missing `{want}` in:\n{out}");
+    }
+}
+
+#[test]
+fn what_the_rules_do_not_cover_fails_the_build() {
+    let annotate = |body: &'static str, list: &'static [(&'static str, &'static str)]| {
+        panic_of(move || header_annotations::annotate_with(&made_up(body), list))
+    };
+    let two_levels = annotate("/// Takes a list.\nvoid cursor_w_take(const char **names);\n", &[]);
+    assert!(
+        two_levels.contains("no rule for `*names` in cursor_w_take"),
+        "{two_levels}"
+    );
+    let missing = annotate(
+        "/// Frees.\nvoid cursor_w_free(cursor_w *w);\n",
+        &[("cursor_w_gone", "x")],
+    );
+    assert!(
+        missing.contains("`cursor_w_gone`, which the header does not declare"),
+        "{missing}"
+    );
+    let no_param = annotate("/// Sets.\nvoid cursor_w_set(cursor_w *w);\n", &[("cursor_w_set", "v")]);
+    assert!(
+        no_param.contains("`cursor_w_set.v`, which is not a pointer parameter"),
+        "{no_param}"
+    );
+    let redundant = annotate(
+        "/// `v` may be NULL.\nvoid cursor_w_set(const char *v);\n",
+        &[("cursor_w_set", "v")],
+    );
+    assert!(
+        redundant.contains("`cursor_w_set.v` is covered by a rule already"),
+        "{redundant}"
+    );
+    // The real list names declarations of the real header only.
+    let real = panic_of(|| header_annotations::annotate(&made_up("/// Frees.\nvoid cursor_w_free(cursor_w *w);\n")));
+    assert!(real.contains("which the header does not declare"), "{real}");
+    let named_enum =
+        panic_of(|| header_annotations::annotate(&made_up("").replace("typedef enum {", "typedef enum e {")));
+    assert!(
+        named_enum.contains("expected every enum as `typedef enum {`"),
+        "{named_enum}"
+    );
+}
