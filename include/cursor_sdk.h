@@ -55,8 +55,8 @@
 #if __has_feature(nullability)
 #define CURSOR_NULLABLE _Nullable
 #define CURSOR_NONNULL _Nonnull
-#define CURSOR_ASSUME_NONNULL_BEGIN                                  \
-    _Pragma("clang diagnostic push")                                 \
+#define CURSOR_ASSUME_NONNULL_BEGIN \
+    _Pragma("clang diagnostic push") \
     _Pragma("clang diagnostic ignored \"-Wnullability-extension\"") \
     _Pragma("clang assume_nonnull begin")
 #define CURSOR_ASSUME_NONNULL_END _Pragma("clang assume_nonnull end") _Pragma("clang diagnostic pop")
