@@ -1,6 +1,10 @@
 //! Generates the `sdk.v1` protobuf types (prost) and their proto3 JSON mapping (pbjson) from the
 //! vendored `proto/` files, with a pure-Rust compiler so no system `protoc` is needed; generates
-//! the C header from `src/ffi` with cbindgen; sets the shared library's ABI name.
+//! the C header from `src/ffi` with cbindgen (annotated for importers by `header_annotations`);
+//! sets the shared library's ABI name.
+
+#[path = "build/header_annotations.rs"]
+mod header_annotations;
 
 use std::path::PathBuf;
 
@@ -39,6 +43,7 @@ fn main() {
 fn header(out: &std::path::Path) {
     println!("cargo:rerun-if-changed=src/ffi");
     println!("cargo:rerun-if-changed=cbindgen.toml");
+    println!("cargo:rerun-if-changed=build/header_annotations.rs");
     let version = std::env::var("CARGO_PKG_VERSION").expect("version");
     let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
     let (major, minor, patch) = (
@@ -54,14 +59,18 @@ fn header(out: &std::path::Path) {
          #define CURSOR_SDK_VERSION_MINOR {minor}\n\
          #define CURSOR_SDK_VERSION_PATCH {patch}\n\
          /* The ABI major: the shared library is libcursor_sdk.so.CURSOR_SDK_ABI_VERSION. */\n\
-         #define CURSOR_SDK_ABI_VERSION {ABI}\n"
+         #define CURSOR_SDK_ABI_VERSION {ABI}\n{macros}",
+        macros = header_annotations::MACROS
     ));
+    let mut generated = Vec::new();
     cbindgen::Builder::new()
         .with_crate(std::env::var("CARGO_MANIFEST_DIR").expect("manifest dir"))
         .with_config(config)
         .generate()
         .expect("cbindgen")
-        .write_to_file(out.join("cursor_sdk.h"));
+        .write(&mut generated);
+    let generated = String::from_utf8(generated).expect("cbindgen wrote UTF-8");
+    std::fs::write(out.join("cursor_sdk.h"), header_annotations::annotate(&generated)).expect("write cursor_sdk.h");
 }
 
 /// The shared library's ABI major in its name (`libcursor_sdk.so.0`), so consumers link to an

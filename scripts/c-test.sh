@@ -1,7 +1,8 @@
 #!/bin/sh
 # The C side of `make test`: builds and runs the C suites against the bridge double and the real
 # bridge, in one of three modes:
-#   plain     -std=c11 -Wall -Wextra -Wpedantic -Werror; plus header (C11 + C++17, included twice),
+#   plain     -std=c11 -Wall -Wextra -Wpedantic -Werror; plus header (C11 + C++17 with gcc and clang,
+#             clang -Weverything, included twice; its open enums and nullability in clang's AST),
 #             exported-symbol and soname checks, and the C examples (built and run on the double)
 #   sanitize  the same suites built with -fsanitize=address,undefined (checked to be instrumented),
 #             ASAN_OPTIONS=detect_leaks=1, UBSAN_OPTIONS=halt_on_error=1
@@ -54,8 +55,10 @@ esac
 build() { # build <output> <sources...>
     o=$1
     shift
+    # -Wno-nonnull: the suites pass NULL to the header's _Nonnull parameters on purpose (the
+    # library must refuse it cleanly); clang would reject that at compile time.
     # shellcheck disable=SC2086
-    "$CC" $CWARN $EXTRA -I"$ROOT/include" "$@" -o "$OUT/$o" $LINK || die "compiling $*"
+    "$CC" $CWARN -Wno-nonnull $EXTRA -I"$ROOT/include" "$@" -o "$OUT/$o" $LINK || die "compiling $*"
 }
 
 step "building the suites ($CC $EXTRA)"
@@ -81,12 +84,54 @@ run() { # run <label> <command...>
 
 case "$MODE" in
 plain)
-    step "header: C11 and C++17, -Wall -Wextra -Wpedantic -Werror, included twice"
-    "$CC" $CWARN -I"$ROOT/include" tests/c/header_c.c -o "$OUT/header_c" $LINK || die "the header does not compile as C11"
+    step "header: C11 and C++17 with $CC/$CXX and clang/clang++ (-Wall -Wextra -Wpedantic -Werror), included twice"
     need_tool "$CXX" "a C++ compiler is required for the header check"
-    "$CXX" $CXXWARN -I"$ROOT/include" tests/c/header_cpp.cpp -o "$OUT/header_cpp" $LINK || die "the header does not compile as C++17"
-    "$OUT/header_c" || die "header_c"
-    "$OUT/header_cpp" || die "header_cpp"
+    need_tool clang "clang checks the header's annotations: apt-get install -y clang (scripts/ensure-tools.sh does)"
+    need_tool clang++ "apt-get install -y clang"
+    for cc in "$CC" clang; do
+        cxx=$CXX
+        [ "$cc" = clang ] && cxx=clang++
+        "$cc" $CWARN -I"$ROOT/include" tests/c/header_c.c -o "$OUT/header_c" $LINK || die "the header does not compile as C11 with $cc"
+        "$cxx" $CXXWARN -I"$ROOT/include" tests/c/header_cpp.cpp -o "$OUT/header_cpp" $LINK || die "the header does not compile as C++17 with $cxx"
+        "$OUT/header_c" || die "header_c ($cc)"
+        "$OUT/header_cpp" || die "header_cpp ($cxx)"
+    done
+    # -Weverything minus only C++98 compatibility (the header needs C++11: enum trailing commas).
+    clang -std=c11 -Weverything -Werror -I"$ROOT/include" -fsyntax-only tests/c/header_c.c || die "clang -Weverything (C11)"
+    clang++ -std=c++17 -Weverything -Wno-c++98-compat -Wno-c++98-compat-pedantic -Werror -I"$ROOT/include" \
+        -fsyntax-only tests/c/header_cpp.cpp || die "clang++ -Weverything (C++17)"
+    echo "   gcc and clang clean; clang -Weverything clean"
+
+    step "header: what Swift imports (clang's AST: open enums, every pointer _Nullable or _Nonnull)"
+    clang -std=c11 -I"$ROOT/include" -fsyntax-only -Xclang -ast-dump tests/c/header_c.c >"$OUT/header.ast" 2>&1 ||
+        die "clang -ast-dump failed"
+    enums=$(grep -c '^typedef enum' include/cursor_sdk.h)
+    open=$(grep -c 'EnumExtensibilityAttr.* Open$' "$OUT/header.ast" || true)
+    [ "$enums" -ge 4 ] && [ "$open" = "$enums" ] || die "$open of $enums enums carry enum_extensibility(open)"
+    # The declared type (first quoted part; the desugared one drops nullability) of each function
+    # and callback typedef; a callback typedef's own `(*)` is annotated where it is used.
+    grep -E "(FunctionDecl|TypedefDecl) .* cursor_[a-z0-9_]+ '" "$OUT/header.ast" |
+        sed -E "s/^.* (cursor_[a-z0-9_]+) '([^']*)'.*/\1 \2/; s/\(\*\)//" >"$OUT/header.types"
+    [ "$(grep -c . "$OUT/header.types")" -ge 70 ] || die "too few declarations in the AST dump ($OUT/header.types)"
+    if cut -d' ' -f2- "$OUT/header.types" | grep -E '\*($|[^ ]| [^_])|_fn([,)]| [^_])'; then
+        die "pointers above carry neither _Nullable nor _Nonnull"
+    fi
+    for want in \
+        "cursor_client_new cursor_status (const char * _Nullable, cursor_client * _Nullable * _Nonnull, cursor_error * _Nullable * _Nullable)" \
+        "cursor_event_text const char * _Nullable (const cursor_event * _Nonnull)" \
+        "cursor_error_message const char * _Nonnull (const cursor_error * _Nonnull)" \
+        "cursor_client_free void (cursor_client * _Nullable)"; do
+        grep -qxF "$want" "$OUT/header.types" || die "the AST does not have: $want"
+    done
+    # Passing NULL where the header allows it compiles with -Werror=nonnull (above, -Weverything);
+    # passing it to the 4 non-null arguments under HEADER_NULL_TO_NONNULL must fail, each as -Wnonnull.
+    if clang -std=c11 -Werror=nonnull -DHEADER_NULL_TO_NONNULL -I"$ROOT/include" -fsyntax-only tests/c/header_c.c \
+        2>"$OUT/nonnull.log"; then
+        die "NULL passed to _Nonnull parameters compiled"
+    fi
+    [ "$(grep -c 'error: null passed to a callee that requires a non-null argument \[-Werror,-Wnonnull\]' "$OUT/nonnull.log")" = 4 ] ||
+        { cat "$OUT/nonnull.log"; die "expected exactly 4 -Wnonnull errors"; }
+    echo "   $open open enums; $(grep -c . "$OUT/header.types") declarations fully annotated; NULL to _Nonnull rejected (4/4)"
 
     step "exported symbols: exactly the header's cursor_* functions"
     # Policy: every dynamic symbol the library defines must be a header function. Linker-made

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Makes sure the tools the C suites need are installed: a C and C++ compiler, binutils (nm,
+# Makes sure the tools the C suites need are installed: a C and C++ compiler, clang (the header
+# is also checked with clang, whose nullability and enum attributes gcc lacks), binutils (nm,
 # readelf), pkg-config, cmake and valgrind. On Debian/Ubuntu, as root, missing ones are installed
 # with apt-get; otherwise the script fails and names the packages to install.
 set -eu
@@ -7,6 +8,8 @@ missing=""
 need() { command -v "$1" >/dev/null 2>&1 || missing="$missing $2"; }
 need "${CC:-cc}" gcc
 need "${CXX:-c++}" g++
+need clang clang
+need clang++ clang
 need nm binutils
 need readelf binutils
 need pkg-config pkg-config
