@@ -58,9 +58,12 @@ fn header(out: &std::path::Path) {
          #define CURSOR_SDK_VERSION_MAJOR {major}\n\
          #define CURSOR_SDK_VERSION_MINOR {minor}\n\
          #define CURSOR_SDK_VERSION_PATCH {patch}\n\
+         /* MAJOR * 10000 + MINOR * 100 + PATCH; cursor_sdk_version_number() gives the library's. */\n\
+         #define CURSOR_SDK_VERSION_NUMBER {number}\n\
          /* The ABI major: the shared library is libcursor_sdk.so.CURSOR_SDK_ABI_VERSION. */\n\
          #define CURSOR_SDK_ABI_VERSION {ABI}\n{macros}",
-        macros = header_annotations::MACROS
+        macros = header_annotations::MACROS,
+        number = major * 10000 + minor * 100 + patch
     ));
     let mut generated = Vec::new();
     cbindgen::Builder::new()

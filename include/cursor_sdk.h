@@ -33,6 +33,8 @@
 #define CURSOR_SDK_VERSION_MAJOR 0
 #define CURSOR_SDK_VERSION_MINOR 1
 #define CURSOR_SDK_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH; cursor_sdk_version_number() gives the library's. */
+#define CURSOR_SDK_VERSION_NUMBER 100
 /* The ABI major: the shared library is libcursor_sdk.so.CURSOR_SDK_ABI_VERSION. */
 #define CURSOR_SDK_ABI_VERSION 0
 
@@ -72,15 +74,18 @@
 CURSOR_ASSUME_NONNULL_BEGIN
 
 
-/// Result of a fallible call. Values are stable and never reused.
+/// Result of a fallible call. Values are stable and never reused. The error codes are the
+/// negated Rust `ErrorKind` discriminants (one source: `error.rs`).
 typedef enum CURSOR_OPEN_ENUM {
     /// Success.
     CURSOR_OK = 0,
-    /// Nothing happened within the timeout (polling functions only).
+    /// The caller's own timeout passed with nothing to report (every waiting function:
+    /// `cursor_run_next_event`, `cursor_run_wait`). Not an error: `*err` stays NULL.
     CURSOR_TIMEOUT = 1,
     /// The stream is over: every event has been delivered.
     CURSOR_END = 2,
-    /// A required argument was NULL or malformed (bad UTF-8, bad JSON, unknown option key…).
+    /// A required argument was NULL or malformed (bad UTF-8, bad JSON, unknown or out-of-range
+    /// option…).
     CURSOR_E_INVALID_ARGUMENT = -1,
     /// The bridge rejected the token, or the Cursor API key was missing or rejected.
     CURSOR_E_AUTH = -2,
@@ -88,7 +93,7 @@ typedef enum CURSOR_OPEN_ENUM {
     CURSOR_E_PERMISSION_DENIED = -3,
     /// The agent, run or artifact does not exist (or not under the given cwd).
     CURSOR_E_NOT_FOUND = -4,
-    /// The agent already has an active run.
+    /// The agent already has an active run (one this client streams).
     CURSOR_E_BUSY = -5,
     /// A rate or usage limit was hit; see `cursor_error_retry_after_ms`.
     CURSOR_E_RATE_LIMITED = -6,
@@ -96,24 +101,34 @@ typedef enum CURSOR_OPEN_ENUM {
     CURSOR_E_UNAVAILABLE = -7,
     /// No bridge was found, or it failed before it was ready.
     CURSOR_E_BRIDGE_START_FAILED = -8,
-    /// The bridge process exited.
+    /// The bridge process exited (the next client or agent call starts a new one).
     CURSOR_E_BRIDGE_EXITED = -9,
     /// The connection to the bridge failed.
     CURSOR_E_TRANSPORT = -10,
-    /// A deadline passed.
+    /// The library's deadline for a call to the bridge passed (`requestTimeoutMs`, or
+    /// `streamIdleTimeoutMs` for a silent stream): the bridge did not answer in time.
     CURSOR_E_DEADLINE = -11,
     /// The bridge broke the protocol (bad or oversized frame…).
     CURSOR_E_PROTOCOL = -12,
-    /// The operation was cancelled.
+    /// The operation or run was cancelled.
     CURSOR_E_CANCELLED = -13,
     /// A bug in the library or the bridge (a caught panic included).
     CURSOR_E_INTERNAL = -14,
-    /// Not supported here (e.g. artifacts of local agents).
+    /// Not supported here (e.g. artifacts of local agents, an option the running bridge
+    /// release lacks).
     CURSOR_E_UNSUPPORTED = -15,
     /// The target's state forbids it (e.g. archived agent, live run).
     CURSOR_E_FAILED_PRECONDITION = -16,
-    /// The API was used wrongly (wrong handle state, second completion…).
+    /// The API was used wrongly (wrong handle state, second completion, a handle used after
+    /// its client was freed, any call in a forked child…).
     CURSOR_E_USAGE = -17,
+    /// `cursor_prompt` only: the run ended with status error or expired. The error's message is
+    /// the run's reason and its connect code the run's error code.
+    CURSOR_E_RUN_FAILED = -18,
+    /// The agent is held by a run no bridge of this client runs (made by another bridge
+    /// process, or left running by one that died). The message names the run; cancel it with
+    /// `cursor_client_cancel_run`, or send with `"reclaimStaleRuns": true`.
+    CURSOR_E_STALE_RUN = -19,
 } cursor_status;
 
 /// Log severities (most severe first). Values are stable.
@@ -126,6 +141,8 @@ typedef enum CURSOR_OPEN_ENUM {
 
 /// A run's status. Values are stable. (Named `_t` because of the accessor `cursor_run_status()`.)
 typedef enum CURSOR_OPEN_ENUM {
+    /// Not a run: what `cursor_run_status(NULL)` gives.
+    CURSOR_RUN_INVALID = 0,
     CURSOR_RUN_RUNNING = 1,
     CURSOR_RUN_FINISHED = 2,
     CURSOR_RUN_ERROR = 3,
@@ -136,6 +153,8 @@ typedef enum CURSOR_OPEN_ENUM {
 /// What an event carries. Values are stable. (Named `_t` because C cannot have a type and the
 /// accessor `cursor_event_kind()` share a name.)
 typedef enum CURSOR_OPEN_ENUM {
+    /// Not an event: what `cursor_event_kind(NULL)` gives.
+    CURSOR_EVENT_INVALID = 0,
     /// An `sdk_message`: `cursor_event_type` is "assistant", "status", "tool_call", "thinking",
     /// "usage", "system", "task", "request", … (unknown types pass through).
     CURSOR_EVENT_MESSAGE = 1,
@@ -185,7 +204,8 @@ typedef void (*cursor_log_fn)(void *CURSOR_NULLABLE user_data, cursor_log_level 
 /// call: `error` NULL when the stream ended normally, else the failure. `event` and `error` are
 /// borrowed for the duration of the call only (copy what you keep). The callback must not throw
 /// or longjmp, and must not call `cursor_run_next_event` or `cursor_run_wait` on this run; it may
-/// call `cursor_run_cancel`, and `cursor_run_free` (which then returns at once).
+/// call `cursor_run_cancel` (which never blocks), and `cursor_run_free` (which then returns at
+/// once; the final call follows the callback's return).
 typedef void (*cursor_event_fn)(void *CURSOR_NULLABLE user_data,
                                 const cursor_event *CURSOR_NULLABLE event,
                                 const cursor_error *CURSOR_NULLABLE error);
@@ -213,9 +233,15 @@ typedef void (*cursor_store_fn)(void *CURSOR_NULLABLE user_data,
 extern "C" {
 #endif // __cplusplus
 
-/// A short, static, lower-case name for a status (`"ok"`, `"not_found"`…). Never NULL; unknown
-/// values give `"unknown"`. The string is static: do not free it. Thread-safe.
+/// A short, static, lower-case name for a status (`"ok"`, `"not_found"`…; an error status's
+/// name is its kind's). Never NULL; unknown values give `"unknown"`. The string is static: do
+/// not free it. Thread-safe.
 const char *cursor_status_name(int32_t status);
+
+/// The library version as a number: `MAJOR * 10000 + MINOR * 100 + PATCH`, equal to
+/// `CURSOR_SDK_VERSION_NUMBER` of the header it was built with. Compare the two at run time to
+/// detect a header/library mismatch. Thread-safe.
+uint32_t cursor_sdk_version_number(void);
 
 /// The library version, `"MAJOR.MINOR.PATCH"`, equal to `CURSOR_SDK_VERSION`. Static; do not
 /// free. Thread-safe.
@@ -245,7 +271,10 @@ cursor_status cursor_agent_create(cursor_client *c,
                                   cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
 /// Re-attaches to an existing agent by id and applies `agent_options_json` (as for create: give
-/// the model and, for agents made elsewhere, the cwd). On success `*out` owns the agent.
+/// the model and, for agents made elsewhere, the cwd). `"reclaimStaleRuns": true` makes every
+/// send of this handle take the agent over from a stale run (see `cursor_agent_send`). On
+/// success `*out` owns the agent. Blocks for one RPC (bounded by `requestTimeoutMs`), plus the
+/// bridge's start on first use (`startupTimeoutMs`).
 ///
 /// # Safety
 /// `agent_id` must be NUL-terminated; `agent_options_json` NULL or NUL-terminated; `out` valid.
@@ -256,14 +285,27 @@ cursor_status cursor_agent_resume(cursor_client *c,
                                   cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
 /// The agent's id. Borrowed: valid until `cursor_agent_free`. NULL for a NULL agent.
+///
+/// # Safety
+/// `a`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *cursor_agent_id(const cursor_agent *a);
 
 /// Sends a message and returns the live run once its stream is open: errors such as an unknown
 /// agent, a missing model or a busy agent are returned here. `message` is plain text, or a JSON
 /// `UserMessage` object (`{"text":"…","images":[{"data":{"data":"<base64>","mimeType":"image/png"}}]}`).
 /// `send_options_json` (may be NULL): `model` (persists for later sends), `mode` (`"plan"`),
-/// `mcpServers`, `local.force`, `cloud.envVars`, `enableDeltas`, `enableSteps`, and
-/// `idempotencyKey` (cloud agents). On success `*out` owns the run (`cursor_run_free`).
+/// `mcpServers`, `local.force`, `cloud.envVars`, `enableDeltas`, `enableSteps`,
+/// `idempotencyKey` (cloud agents), and `reclaimStaleRuns`. On success `*out` owns the run
+/// (`cursor_run_free`).
+///
+/// A send refused because the agent is held by a run that no bridge of this client runs (made
+/// by another bridge process, e.g. the queued run of every create, or left running by a bridge
+/// that died) fails with `CURSOR_E_STALE_RUN`, naming the run. With `"reclaimStaleRuns": true`
+/// that run is cancelled by id and the send made again.
+///
+/// Blocks until the stream is open and its first frame came, bounded by `requestTimeoutMs`
+/// (plus the bridge's start on first use, `startupTimeoutMs`, and with reclaiming a few more
+/// RPCs, each bounded the same way).
 ///
 /// # Safety
 /// `message` must be NUL-terminated; `send_options_json` NULL or NUL-terminated; `out` valid.
@@ -276,21 +318,39 @@ cursor_status cursor_agent_send(cursor_agent *a,
 /// Releases the bridge's in-memory agent (its durable state stays; resume brings it back).
 /// The handle stays valid for management calls and must still be freed. Blocks for one RPC;
 /// safe from any thread.
+///
+/// # Safety
+/// `a`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 cursor_status cursor_agent_close(cursor_agent *a, cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
 /// Reloads the agent's durable state from its store. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `a`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 cursor_status cursor_agent_reload(cursor_agent *a, cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
 /// Archives the agent. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `a`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 cursor_status cursor_agent_archive(cursor_agent *a, cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
 /// Restores the archived agent. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `a`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 cursor_status cursor_agent_unarchive(cursor_agent *a, cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
 /// Deletes the agent and its durable data (`CURSOR_E_FAILED_PRECONDITION` while a run is live). Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `a`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 cursor_status cursor_agent_delete(cursor_agent *a, cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
 /// The agent's metadata from its store (`SdkAgentInfo` JSON). Owned result. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `a`, `json_out`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 cursor_status cursor_agent_info(cursor_agent *a,
                                 char *CURSOR_NULLABLE *CURSOR_NONNULL json_out,
                                 cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
@@ -306,6 +366,9 @@ cursor_status cursor_agent_messages(cursor_agent *a,
                                     cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
 /// The agent's artifacts, as a JSON array of `{path,sizeBytes,updatedAt}`. Owned result. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `a`, `json_out`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 cursor_status cursor_agent_artifacts(cursor_agent *a,
                                      char *CURSOR_NULLABLE *CURSOR_NONNULL json_out,
                                      cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
@@ -348,12 +411,19 @@ void cursor_agent_free(cursor_agent *CURSOR_NULLABLE a);
 /// directory and the API key comes from `CURSOR_API_KEY`. Keys (camelCase or snake_case):
 /// `bridgePath`, `workspace`, `apiKey`, `bridgeUrl` + `bridgeToken` (attach to a running bridge,
 /// which is then never stopped by us; also `CURSOR_SDK_BRIDGE_URL`/`CURSOR_SDK_BRIDGE_TOKEN`),
-/// `startupTimeoutMs` (30000), `requestTimeoutMs` (60000), `streamIdleTimeoutMs` (60000),
-/// `maxFrameBytes`, `verbose`, `eager` (start the bridge now instead of on first use),
-/// `bridgeEnv` (object), `bridgeArgs` (array). Unknown keys are `CURSOR_E_INVALID_ARGUMENT`.
+/// `startupTimeoutMs` (30000; 1..600000), `requestTimeoutMs` (60000; 1..86400000: the bound of
+/// every call to the bridge, retries included), `streamIdleTimeoutMs` (60000; 1..86400000),
+/// `maxFrameBytes` (64 MiB; 1 KiB..1 GiB), `maxRetries` (0..10, default 0: how often read-only
+/// calls are retried on unavailable, rate-limited or lost connections, with backoff and jitter,
+/// honouring the bridge's retry-after), `toolTimeoutMs`, `verbose`, `eager` (start the bridge
+/// now instead of on first use), `localStore`, `bridgeEnv` (object), `bridgeArgs` (array).
+/// Unknown keys, values out of range, a malformed `bridgeUrl` (not `http://host:port`) and a
+/// `workspace` that is not a directory are `CURSOR_E_INVALID_ARGUMENT`, naming the key.
 ///
 /// On success `*out` owns a client to free with `cursor_client_free`. Without `eager` this does
-/// not block; with it, it waits for the bridge (up to `startupTimeoutMs`).
+/// not block; with it, it waits for the bridge (up to `startupTimeoutMs`). The client belongs to
+/// the calling process: after `fork()`, every call on it in the child fails at once with
+/// `CURSOR_E_USAGE` (create a new client there).
 ///
 /// # Safety
 /// `options_json` must be NULL or NUL-terminated; `out` must be a valid pointer; `err` NULL or valid.
@@ -361,30 +431,48 @@ cursor_status cursor_client_new(const char *CURSOR_NULLABLE options_json,
                                 cursor_client *CURSOR_NULLABLE *CURSOR_NONNULL out,
                                 cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
-/// Frees a client and stops the bridge it launched (Shutdown, then signals; at most ~7 s,
-/// usually well under 100 ms). An attached bridge is left running. Agents and runs made from
-/// this client fail with `CURSOR_E_USAGE` afterwards: free them first. NULL is accepted. Must
-/// not be called while another thread still uses this client.
+/// Frees a client and stops the bridge it launched: the `Shutdown` RPC (at most 1 s), then
+/// signals (a few seconds at worst for a bridge that ignores them; usually well under 100 ms).
+/// An attached bridge is left running. Then the callback server stops: by the time this returns
+/// no tool or store callback is running and every `user_data_free` has run, whatever agent and
+/// run handles are still alive. Calls on those handles fail with `CURSOR_E_USAGE` afterwards
+/// (they must still be freed). NULL is accepted. Must not be called while another thread still
+/// uses this client. In a forked child it releases the handle only: the bridge, its threads and
+/// the callbacks belong to the parent and are left alone.
 ///
 /// # Safety
 /// `c` must be NULL or a client from `cursor_client_new` not yet freed.
 void cursor_client_free(cursor_client *CURSOR_NULLABLE c);
 
 /// Starts the bridge now (a no-op when it runs already or the client is attached). Blocks up to
-/// `startupTimeoutMs`.
+/// `startupTimeoutMs`. After the bridge died, the next call (this one, or any client or agent
+/// call) starts a new one.
+///
+/// # Safety
+/// `c`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 cursor_status cursor_client_start(cursor_client *c, cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
 /// Checks that the bridge is up and accepts our token (`Ping`). Starts the bridge if needed. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `c`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 cursor_status cursor_client_ping(cursor_client *c, cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
 /// The bridge's version as JSON: `{"bridgeVersion","protocolVersion","capabilities":[…]}`.
 /// On success `*json_out` is an owned string for `cursor_string_free`. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
+///
+/// # Safety
+/// `c`, `json_out`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 cursor_status cursor_client_version(cursor_client *c,
                                     char *CURSOR_NULLABLE *CURSOR_NONNULL json_out,
                                     cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
-/// Stops a launched bridge now; later calls on this client fail with `CURSOR_E_USAGE`.
-/// Idempotent and safe from any thread (e.g. from a signal-handling thread, not a signal handler).
+/// Stops a launched bridge now (bounded as in `cursor_client_free`); later calls on this client
+/// fail with `CURSOR_E_USAGE`. Idempotent and safe from any thread (e.g. from a signal-handling
+/// thread, not a signal handler).
+///
+/// # Safety
+/// `c`: NULL or as documented above (handles live and from this library; out-pointers valid).
 void cursor_client_shutdown(cursor_client *c);
 
 /// The account of the API key (`api_key`, or the client's when NULL) as JSON (`SdkUser`).
@@ -488,6 +576,20 @@ cursor_status cursor_client_get_run(cursor_client *c,
                                     char *CURSOR_NULLABLE *CURSOR_NONNULL json_out,
                                     cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
+/// Cancels a run by id: for runs this process has no handle of, and for stale runs that hold an
+/// agent (`CURSOR_E_STALE_RUN`: made by another bridge process, or left running by one that
+/// died). `options_json` (may be NULL): `{"cwd"}` where the agent's store lives (default: the
+/// client's workspace). A run that is over is left as it is. Blocks for up to three RPCs, each
+/// bounded by `requestTimeoutMs`.
+///
+/// # Safety
+/// `agent_id` and `run_id` must be NUL-terminated; `options_json` NULL or NUL-terminated.
+cursor_status cursor_client_cancel_run(cursor_client *c,
+                                       const char *agent_id,
+                                       const char *run_id,
+                                       const char *CURSOR_NULLABLE options_json,
+                                       cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
+
 /// A run's conversation document (JSON text, as the bridge keeps it). Owned result.
 ///
 /// # Safety
@@ -500,9 +602,10 @@ cursor_status cursor_client_run_conversation(cursor_client *c,
 /// One-shot: with a process-wide default client (default options, started on first use and
 /// stopped at exit), creates an agent from `agent_options_json` (NULL allowed, e.g.
 /// `{"model":"composer-2"}`), sends `prompt`, waits for the end and closes the agent. On success
-/// `*text_out` owns the final assistant text. A run that ended in error or was cancelled gives
-/// `CURSOR_E_INTERNAL`/`CURSOR_E_CANCELLED` with the run's reason as the message. Blocks for the
-/// whole run; thread-safe.
+/// `*text_out` owns the final assistant text. A run that ended with status error or expired gives
+/// `CURSOR_E_RUN_FAILED`, a cancelled one `CURSOR_E_CANCELLED`, each with the run's reason as
+/// the message. Blocks for the whole run (bounded as for `cursor_run_wait`); thread-safe. In a
+/// forked child of a process that used it, fails at once with `CURSOR_E_USAGE`.
 ///
 /// # Safety
 /// `prompt` must be NUL-terminated, `agent_options_json` NULL or NUL-terminated, `text_out` valid.
@@ -513,24 +616,42 @@ cursor_status cursor_prompt(const char *prompt,
 
 /// The error's kind as a (negative) status code, e.g. `CURSOR_E_NOT_FOUND`.
 /// NULL gives `CURSOR_E_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 cursor_status cursor_error_kind(const cursor_error *e);
 
 /// A readable message: `"<kind>: <text>"`, plus the request id when there is one. Never NULL
 /// for a valid error (NULL for a NULL error). Borrowed until `cursor_error_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *cursor_error_message(const cursor_error *e);
 
 /// The Connect code the bridge sent (`"not_found"`, `"internal"`…), or NULL when the error did
 /// not come from the bridge. Borrowed until `cursor_error_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *CURSOR_NULLABLE cursor_error_connect_code(const cursor_error *e);
 
 /// The bridge's `SdkErrorCode` (0 when absent). Values the header does not know are kept as
 /// they came. NULL gives 0.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 int32_t cursor_error_sdk_code(const cursor_error *e);
 
 /// The full request id from Cursor Cloud, or NULL. Borrowed until `cursor_error_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *CURSOR_NULLABLE cursor_error_request_id(const cursor_error *e);
 
 /// How long to wait before retrying, in milliseconds, or -1 when the bridge did not say.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 int64_t cursor_error_retry_after_ms(const cursor_error *e);
 
 /// Rate-limit details. Returns true when the error carries them, and then writes each known
@@ -544,17 +665,29 @@ bool cursor_error_rate_limit(const cursor_error *e,
                              uint64_t *CURSOR_NULLABLE reset_epoch_seconds);
 
 /// A link to documentation or remediation, or NULL. Borrowed until `cursor_error_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *CURSOR_NULLABLE cursor_error_help_url(const cursor_error *e);
 
 /// The upstream provider when the failure came from outside Cursor, or NULL. Borrowed until
 /// `cursor_error_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *CURSOR_NULLABLE cursor_error_provider(const cursor_error *e);
 
 /// The HTTP status of the response that carried the error (200 for errors inside a stream), or
 /// 0 when there was no response.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 int32_t cursor_error_http_status(const cursor_error *e);
 
 /// Whether retrying the same call may succeed (transport trouble, rate limits, a retry-after).
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 bool cursor_error_retryable(const cursor_error *e);
 
 /// Frees an error. NULL is accepted. The error's strings become invalid.
@@ -576,7 +709,12 @@ void cursor_set_log_callback(int32_t level,
 /// as it takes. Returns `CURSOR_OK` with `*out` owning an event (`cursor_event_free`),
 /// `CURSOR_TIMEOUT` when none arrived in time, `CURSOR_END` after the last event, or an error
 /// (reported once; `CURSOR_END` follows). Keepalives never surface. Fails with `CURSOR_E_USAGE`
-/// in push mode. `cursor_run_cancel` from another thread makes a blocked call return promptly.
+/// in push mode.
+///
+/// Blocks at most `timeout_ms`. However the bridge behaves, the stream ends: a silent stream is
+/// dead after `streamIdleTimeoutMs`, re-attaching to it takes at most `streamIdleTimeoutMs` plus
+/// `requestTimeoutMs`, and a bridge that does not answer ends the run with `CURSOR_E_DEADLINE`.
+/// After `cursor_run_cancel` the stream ends within `requestTimeoutMs` (normally milliseconds).
 ///
 /// # Safety
 /// `r` must be a live run handle and `out` a valid pointer; `err` NULL or valid.
@@ -588,8 +726,10 @@ cursor_status cursor_run_next_event(cursor_run *r,
 /// Waits for the run to end (consuming the remaining events) and writes the result as JSON to
 /// `*result_json_out` (owned; may be NULL to skip): `{"runId","agentId","status":"finished"|
 /// "error"|"cancelled"|"expired","text","model","durationMs","usage","git","errorCode",
-/// "errorMessage"}`. A run that ended in error is still `CURSOR_OK` here: read `status`.
-/// `timeout_ms` < 0 waits forever; on timeout returns `CURSOR_E_DEADLINE` and the run goes on.
+/// "errorMessage"}`. A run that failed, was cancelled or expired is still `CURSOR_OK` here: read
+/// `status`. `timeout_ms` < 0 waits until the end (bounded as for `cursor_run_next_event`); when
+/// `timeout_ms` passes first, returns `CURSOR_TIMEOUT` (not an error; `*result_json_out` stays
+/// NULL) and the run goes on.
 ///
 /// # Safety
 /// `result_json_out` must be NULL or valid.
@@ -598,19 +738,36 @@ cursor_status cursor_run_wait(cursor_run *r,
                               char *CURSOR_NULLABLE *CURSOR_NULLABLE result_json_out,
                               cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
-/// Asks the bridge to cancel the run; its stream then ends with status cancelled (and a blocked
-/// `cursor_run_next_event` wakes). Safe from any thread, including inside the push callback;
-/// idempotent; on a run already over it does nothing and returns `CURSOR_OK`.
-cursor_status cursor_run_cancel(cursor_run *r, cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
+/// Cancels the run. Never blocks (safe in a frame loop): a library thread asks the bridge, as
+/// soon as the run id is known, and the outcome shows in the stream, which ends with status
+/// cancelled (a reader blocked in `cursor_run_next_event` or `cursor_run_wait` wakes). If the
+/// bridge does not end the stream within `requestTimeoutMs`, the run is ended here with a
+/// `CURSOR_E_CANCELLED` error event. Safe from any thread, including inside the push callback;
+/// idempotent; on a run already over it does nothing. Returns `CURSOR_OK`, or
+/// `CURSOR_E_INVALID_ARGUMENT` for NULL, `CURSOR_E_USAGE` in a forked child.
+///
+/// # Safety
+/// `r` must be NULL or a live run handle; `err` NULL or valid.
+cursor_status cursor_run_cancel(cursor_run *CURSOR_NULLABLE r,
+                                cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
 /// The run id (known once `cursor_agent_send` returned). Borrowed until `cursor_run_free`;
 /// `""` if the bridge has not named the run. Safe from any thread.
+///
+/// # Safety
+/// `r`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *cursor_run_id(const cursor_run *r);
 
-/// The latest status seen on the stream. Safe from any thread. NULL gives `CURSOR_RUN_ERROR`.
-cursor_run_status_t cursor_run_status(const cursor_run *r);
+/// The latest status seen on the stream. Safe from any thread. NULL gives `CURSOR_RUN_INVALID`.
+///
+/// # Safety
+/// `r` must be NULL or a live run handle.
+cursor_run_status_t cursor_run_status(const cursor_run *CURSOR_NULLABLE r);
 
 /// The assistant text streamed so far (the final text once the run ended). Owned result.
+///
+/// # Safety
+/// `r`, `text_out`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
 cursor_status cursor_run_text(cursor_run *r,
                               char *CURSOR_NULLABLE *CURSOR_NONNULL text_out,
                               cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
@@ -630,6 +787,9 @@ cursor_status cursor_run_observe(cursor_run *r,
 /// kqueue/epoll loops: when readable, call `cursor_run_next_event(r, 0, …)` until it returns
 /// `CURSOR_TIMEOUT` (which re-arms it) or `CURSOR_END`. Owned by the run (do not close it);
 /// valid until `cursor_run_free`. Returns -1 on error or where unsupported (Windows).
+///
+/// # Safety
+/// `r`: NULL or as documented above (handles live and from this library; out-pointers valid).
 int32_t cursor_run_wait_fd(cursor_run *r);
 
 /// Switches the run to push mode: a library thread calls `fn` for each event, in order, then
@@ -648,33 +808,49 @@ cursor_status cursor_run_set_callback(cursor_run *r,
                                       cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
 
 /// Frees a run handle. NULL is accepted. It does not cancel the run in the bridge (call
-/// `cursor_run_cancel` first for that); it stops reading promptly. In push mode it waits for a
-/// callback in progress and for the final call (unless called from inside the callback, when it
-/// returns at once and the final call follows the callback's return). Safe from any thread
-/// while another thread is blocked in `cursor_run_next_event` on a different handle; never free
-/// a handle another thread is still using.
+/// `cursor_run_cancel` first for that); it stops reading at once (no network wait). In push
+/// mode it waits for a callback in progress and for the final call (unless called from inside
+/// the callback, when it returns at once and the final call follows the callback's return).
+/// The wake descriptor is closed before it returns and never written afterwards. Safe from any
+/// thread while another thread is blocked in `cursor_run_next_event` on a different handle;
+/// never free a handle another thread is still using.
 ///
 /// # Safety
 /// `r` must be NULL or a run from this library not yet freed.
 void cursor_run_free(cursor_run *CURSOR_NULLABLE r);
 
-/// The event's kind. NULL gives `CURSOR_EVENT_MESSAGE`.
-cursor_event_kind_t cursor_event_kind(const cursor_event *e);
+/// The event's kind. NULL gives `CURSOR_EVENT_INVALID`.
+///
+/// # Safety
+/// `e` must be NULL or a live event.
+cursor_event_kind_t cursor_event_kind(const cursor_event *CURSOR_NULLABLE e);
 
 /// The event's type: "assistant", "status", "tool_call", "text-delta", "result", …
 /// Borrowed until `cursor_event_free`; NULL for a NULL event.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *cursor_event_type(const cursor_event *e);
 
 /// The event's payload as JSON text (snake_case keys inside messages, as the bridge sends
 /// them). Built on the first call (the type and text never need it), so the first call on a
 /// large message costs its decoding. Borrowed until `cursor_event_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *cursor_event_json(const cursor_event *e);
 
 /// The assistant text this event carries (an "assistant" message's text blocks, or a
 /// "text-delta"), or NULL. Borrowed until `cursor_event_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *CURSOR_NULLABLE cursor_event_text(const cursor_event *e);
 
 /// The event's resume offset in its stream, or NULL. Borrowed until `cursor_event_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *CURSOR_NULLABLE cursor_event_offset(const cursor_event *e);
 
 /// Frees an event. NULL is accepted.

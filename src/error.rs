@@ -92,6 +92,7 @@ impl ErrorKind {
     }
 
     /// Every kind, in discriminant order.
+    /// cbindgen:ignore
     pub const ALL: [ErrorKind; 19] = [
         ErrorKind::InvalidArgument,
         ErrorKind::Auth,

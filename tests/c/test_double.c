@@ -38,8 +38,13 @@ TEST(version_and_status_names) {
     CHECK_STR(cursor_status_name(CURSOR_E_BRIDGE_EXITED), "bridge_exited");
     CHECK_STR(cursor_status_name(CURSOR_E_USAGE), "usage");
     CHECK_STR(cursor_status_name(12345), "unknown");
-    CHECK_STR(cursor_status_name(-18), "unknown");
-    for (int s = -17; s <= 2; s++) {
+    CHECK_STR(cursor_status_name(CURSOR_E_DEADLINE), "deadline");
+    CHECK_STR(cursor_status_name(CURSOR_E_STALE_RUN), "stale_run");
+    CHECK_STR(cursor_status_name(-20), "unknown");
+    CHECK_INT(cursor_sdk_version_number(), CURSOR_SDK_VERSION_NUMBER);
+    CHECK_INT(CURSOR_SDK_VERSION_NUMBER,
+              CURSOR_SDK_VERSION_MAJOR * 10000 + CURSOR_SDK_VERSION_MINOR * 100 + CURSOR_SDK_VERSION_PATCH);
+    for (int s = -19; s <= 2; s++) {
         CHECK(cursor_status_name(s) != NULL);
         CHECKF(strcmp(cursor_status_name(s), "unknown") != 0, "status %d has no name", s);
     }
