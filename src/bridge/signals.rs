@@ -43,9 +43,8 @@ pub fn reset_for_exec() -> io::Result<()> {
         dfl.sa_sigaction = libc::SIG_DFL;
         libc::sigemptyset(&mut dfl.sa_mask);
         for sig in 1..NSIG {
-            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                // Fails with EINVAL for numbers libc reserves (glibc's 32 and 33): nothing to do.
-                libc::sigaction(sig, &dfl, std::ptr::null_mut());
+            if sig != libc::SIGKILL && sig != libc::SIGSTOP && libc::sigaction(sig, &dfl, std::ptr::null_mut()) != 0 {
+                reset_reserved(sig);
             }
         }
         let mut empty: libc::sigset_t = std::mem::zeroed();
@@ -56,6 +55,25 @@ pub fn reset_for_exec() -> io::Result<()> {
     }
     Ok(())
 }
+
+/// glibc refuses to touch the signals it reserves for itself (32 and 33), yet a host can have
+/// them ignored, and ignored signals survive exec: ask the kernel directly. An all-zero kernel
+/// `sigaction` is SIG_DFL with no flags and an empty mask on every Linux architecture.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+unsafe fn reset_reserved(sig: libc::c_int) {
+    let dfl = [0u64; 8];
+    let sigset_size: libc::size_t = 8;
+    libc::syscall(
+        libc::SYS_rt_sigaction,
+        sig,
+        dfl.as_ptr(),
+        std::ptr::null::<u64>(),
+        sigset_size,
+    );
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+unsafe fn reset_reserved(_sig: libc::c_int) {}
 
 #[cfg(test)]
 mod tests {
