@@ -387,18 +387,12 @@ fn last_error_is(errno: libc::c_int) -> bool {
 }
 
 /// Is `pid` a live (non-zombie) process of group `pgid`? The group check guards against a
-/// recycled pid or a ready line naming a process that is not ours. Dead means known dead: a
-/// failure to look (other than ESRCH) answers alive.
+/// recycled pid or a ready line naming a process that is not ours (getpgid fails only for a
+/// process that is gone, ESRCH, or in another session, EPERM, hence not in our group). Dead
+/// means known dead: failing to read `/proc` answers alive.
 pub fn pid_alive_in_group(pid: libc::pid_t, pgid: libc::pid_t) -> bool {
-    if pid <= 1 {
-        return false;
-    }
     // SAFETY: plain syscall.
-    match unsafe { libc::getpgid(pid) } {
-        -1 => !last_error_is(libc::ESRCH),
-        g if g != pgid => false,
-        _ => !is_zombie(pid),
-    }
+    pid > 1 && unsafe { libc::getpgid(pid) } == pgid && !is_zombie(pid)
 }
 
 /// What `/proc/<pid>/stat` says, as far as liveness goes.
