@@ -616,3 +616,75 @@ fn locate_finds_the_real_bridge_and_its_manifest_is_sdk_v1() {
     assert_eq!(bridge::locate_with(None, &env).unwrap(), bin);
     assert!(Path::new(&bin).exists());
 }
+
+/// A fake bridge that announces `token_file` in its ready line, with its own shell as node.
+/// `prepare` is shell code run first (e.g. to make the token directory).
+fn fake_with_token_file(t: &tempfile::TempDir, prepare: &str, token_file: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = t.path().join("cursor-sdk-bridge");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n{prepare}\n\
+             echo \"cursor-sdk-bridge ready {{\\\"schemaVersion\\\":1,\\\"transport\\\":\\\"tcp\\\",\\\"protocol\\\":\\\"connect\\\",\\\"pid\\\":$$,\\\"host\\\":\\\"127.0.0.1\\\",\\\"port\\\":9,\\\"authTokenFile\\\":\\\"{token_file}\\\"}}\" >&2\n\
+             exec sleep 300\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fake
+}
+
+fn launch_fake(t: &tempfile::TempDir, fake: PathBuf) -> ManagedBridge {
+    ManagedBridge::launch(&LaunchOptions {
+        bridge_path: Some(fake),
+        workspace: Some(t.path().to_path_buf()),
+        env: vec![("TMPDIR".into(), t.path().into())],
+        ..Default::default()
+    })
+    .expect("launch the fake")
+}
+
+#[test]
+fn stop_leaves_a_users_directory_named_like_the_bridges_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = temp_dir("fake");
+    let token = "users-token-0123456789-abcdefghijklmnopqrstu";
+    // A user's directory with the bridge's name, its own file, and an auth-token the fake
+    // bridge names in its ready line (so launch succeeds and stop has something to judge).
+    let users = t.path().join("cursor-sdk-bridge-xyz");
+    std::fs::create_dir(&users).unwrap();
+    std::fs::write(users.join("notes.txt"), "mine").unwrap();
+    std::fs::write(users.join("auth-token"), token).unwrap();
+    // Even one that looks exactly like the bridge's (0700, only the token) but predates the launch.
+    let lookalike = t.path().join("cursor-sdk-bridge-old");
+    std::fs::create_dir(&lookalike).unwrap();
+    std::fs::set_permissions(&lookalike, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(lookalike.join("auth-token"), token).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+
+    for dir in [&users, &lookalike] {
+        let file = dir.join("auth-token");
+        let b = launch_fake(&t, fake_with_token_file(&t, "", file.to_str().unwrap()));
+        assert_eq!(b.token(), token);
+        let pgid = b.process_group();
+        b.stop(None);
+        assert!(!group_has_live_members(pgid), "{:#?}", group_members(pgid));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), token, "{}", dir.display());
+    }
+    assert_eq!(std::fs::read_to_string(users.join("notes.txt")).unwrap(), "mine");
+}
+
+#[test]
+fn stop_removes_a_token_directory_made_like_the_bridge_makes_it() {
+    let t = temp_dir("fake");
+    // What the real bridge does: mkdtemp in $TMPDIR, then the token without a newline.
+    let prepare = "d=$(mktemp -d \"$TMPDIR/cursor-sdk-bridge-XXXXXX\") || exit 1\n\
+                   printf %s fake-token-0123456789 > \"$d/auth-token\"";
+    let b = launch_fake(&t, fake_with_token_file(&t, prepare, "$d/auth-token"));
+    let dir = b.ready().auth_token_file.parent().unwrap().to_path_buf();
+    assert!(dir.starts_with(t.path()) && dir.is_dir(), "{}", dir.display());
+    assert_eq!(b.token(), "fake-token-0123456789");
+    b.stop(None);
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}

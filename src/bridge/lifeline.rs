@@ -4,7 +4,9 @@
 //!
 //! A socketpair rather than a pipe: `send(MSG_NOSIGNAL)` cannot raise SIGPIPE in a host that did
 //! not ignore it (we are a C library), and `shutdown()` forces EOF even if some fork of the host
-//! still holds a copy of the descriptor.
+//! still holds a copy of the descriptor. For the same reason only the launching process may cut
+//! it (`process.rs` checks): a forked child that merely exits closes its copy, which the
+//! supervisor does not notice while the parent holds the original.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -5,6 +5,10 @@
 //! and from then on drains stderr, notices the bridge's death, and stops it within a bounded time
 //! (explicitly, on drop, or at process exit). If the host dies, even by SIGKILL, the supervisor
 //! takes the bridge down.
+//!
+//! A bridge belongs to the process that launched it. In a forked child of that process the
+//! inherited handle is inert: stopping or dropping it, and the child's exit, leave the parent's
+//! bridge alone, and [`ManagedBridge::owned_by_this_process`] lets callers refuse to use it.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -20,10 +24,14 @@ mod locate;
 #[cfg(unix)]
 mod process;
 mod ready;
+#[cfg(unix)]
+mod signals;
 #[cfg_attr(not(unix), allow(dead_code))]
 mod stderr;
 #[cfg(unix)]
 mod supervisor;
+#[cfg(unix)]
+mod token_dir;
 
 pub use locate::{
     check_manifest, locate, locate_with, BRIDGE_FILE_NAME, CACHE_RELATIVE_BIN, DEFAULT_CACHE_DIR, ENV_BRIDGE_BIN,
@@ -99,18 +107,19 @@ pub use managed::ManagedBridge;
 
 #[cfg(unix)]
 mod managed {
-    use super::process::{describe_status, token_dir_of, Process};
+    use super::process::{describe_status, Process};
     use super::stderr::{tail_for_message, Startup};
     use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
     use std::sync::mpsc::RecvTimeoutError;
     use std::sync::Arc;
-    use std::sync::{Once, Weak};
+    use std::sync::Weak;
 
-    use once_cell::sync::Lazy;
     use parking_lot::Mutex;
 
     /// A running bridge that this process started and owns. `Send + Sync`; stopping is
-    /// idempotent and safe from any thread; dropping stops it.
+    /// idempotent and safe from any thread; dropping stops it. In a forked child of the owner
+    /// it does nothing to the bridge (see the module doc).
     pub struct ManagedBridge {
         inner: Arc<Inner>,
     }
@@ -180,7 +189,7 @@ mod managed {
                     return Err(failure(&process, what));
                 }
             };
-            process.announce(ready.pid, token_dir_of(&ready.auth_token_file));
+            process.announce(ready.pid, &ready.auth_token_file, &token);
             let inner = Arc::new(Inner {
                 base_url: ready.base_url(),
                 process,
@@ -205,15 +214,34 @@ mod managed {
             &self.inner.ready
         }
 
-        /// False once the bridge died or was stopped (checks node itself, not just our child).
+        /// False once the bridge died or was stopped (checks node itself, not just our child),
+        /// and in a forked child (the bridge is not usable from there).
         pub fn is_alive(&self) -> bool {
             self.inner.process.is_alive()
         }
 
+        /// Whether this process launched the bridge: false in a forked child of the launcher,
+        /// where the handle is inert and must not be used (its connections, threads and locks
+        /// are the parent's).
+        pub fn owned_by_this_process(&self) -> bool {
+            self.inner.process.owned_here()
+        }
+
         /// `Some(BridgeExited)` once the bridge is gone: its exit status and stderr tail, so a
-        /// client can fail its next call fast with a useful message.
+        /// client can fail its next call fast with a useful message. `Some(Usage)` in a forked
+        /// child.
         pub fn exit_error(&self) -> Option<Error> {
             let p = &self.inner.process;
+            if !p.owned_here() {
+                return Some(Error::new(
+                    ErrorKind::Usage,
+                    format!(
+                        "this bridge belongs to process {}, and this is process {} (a fork of it):                          create a new client here",
+                        p.owner(),
+                        std::process::id()
+                    ),
+                ));
+            }
             if p.stopped() {
                 return Some(Error::new(ErrorKind::BridgeExited, "the bridge was stopped"));
             }
@@ -232,15 +260,22 @@ mod managed {
             ))
         }
 
-        /// The last [`TAIL_BYTES`] of stderr, token-free.
+        /// The last [`TAIL_BYTES`] of stderr, token-free (empty in a forked child, whose copy of
+        /// it may be locked by a thread that does not exist there).
         pub fn stderr_tail(&self) -> String {
-            self.inner.process.stderr.tail()
+            let p = &self.inner.process;
+            if !p.owned_here() {
+                return String::new();
+            }
+            p.stderr.tail()
         }
 
         /// Stops the bridge: `graceful()` (e.g. sends the Shutdown RPC; true if sent) → brief
         /// wait → SIGTERM node and group → wait → SIGKILL group → reap → remove the token
-        /// directory. Idempotent, callable from any thread; at most about 6 s (plus whatever
-        /// `graceful` itself takes), typically well under 100 ms.
+        /// directory (only the one the bridge made for this launch, and never recursively).
+        /// Idempotent, callable from any thread; at most about 6 s (plus whatever `graceful`
+        /// itself takes), typically well under 100 ms. In a forked child: returns at once,
+        /// without calling `graceful`.
         pub fn stop(&self, graceful: Option<&dyn Fn() -> bool>) {
             self.inner.process.terminate(graceful);
         }
@@ -275,22 +310,40 @@ mod managed {
     }
 
     /// Live bridges, for the exit hook. Weak: the registry never keeps a bridge running.
-    static REGISTRY: Lazy<Mutex<Vec<Weak<Inner>>>> = Lazy::new(Default::default);
+    static REGISTRY: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+    /// The process whose bridges REGISTRY lists. A forked child inherits both the registry and
+    /// the exit hook; comparing this with getpid() before anything else keeps the child's exit
+    /// away from the parent's bridges and from a lock some parent thread may have held.
+    static REGISTRY_PID: AtomicI32 = AtomicI32::new(0);
 
     fn register(inner: &Arc<Inner>) {
-        static HOOK: Once = Once::new();
-        HOOK.call_once(|| {
+        static HOOKED: AtomicBool = AtomicBool::new(false);
+        if !HOOKED.swap(true, Ordering::SeqCst) {
             // SAFETY: registering a plain extern "C" fn; failure only loses the exit hook.
             unsafe { libc::atexit(stop_all_at_exit) };
-        });
-        let mut reg = REGISTRY.lock();
+        }
+        // Held only for a moment, except in a child forked while another thread held it: there
+        // this bridge goes without the exit hook (the lifeline still stops it when we are gone).
+        let Some(mut reg) = REGISTRY.try_lock_for(Duration::from_secs(1)) else {
+            return;
+        };
+        let me = std::process::id() as i32;
+        if REGISTRY_PID.load(Ordering::SeqCst) != me {
+            // The parent's entries (if we are a fork): not ours to stop, nor to drop.
+            std::mem::forget(std::mem::take(&mut *reg));
+            REGISTRY_PID.store(me, Ordering::SeqCst);
+        }
         reg.retain(|w| w.strong_count() > 0);
         reg.push(Arc::downgrade(inner));
     }
 
-    /// At normal process exit, stop every bridge still running (the lifeline would also fire
-    /// when the process is gone, but this also removes token directories and is prompt).
+    /// At normal process exit, stop every bridge this process launched and still runs (the
+    /// lifeline would also fire when the process is gone, but this also removes token
+    /// directories and is prompt). In a forked child that launched none: nothing, not even a lock.
     extern "C" fn stop_all_at_exit() {
+        if REGISTRY_PID.load(Ordering::SeqCst) != std::process::id() as i32 {
+            return;
+        }
         let _ = std::panic::catch_unwind(|| {
             let live: Vec<Arc<Inner>> = REGISTRY.lock().drain(..).filter_map(|w| w.upgrade()).collect();
             for inner in live {

@@ -1,5 +1,14 @@
 //! One supervised bridge process tree: our child (the supervisor, leader of its own group), the
 //! `sh` launcher, node. Owns the two helper threads (stderr drain, reaper) and the stop sequence.
+//!
+//! Only the process that spawned the tree acts on it. A forked child of the host inherits a copy
+//! of this state, but not our threads, and its locks may be frozen in whatever state another
+//! thread held them at the fork: there every method checks the pid first and does nothing (no
+//! signals, no lifeline shutdown, no clean-up, no waiting, no lock).
+//!
+//! Liveness is read from `/proc` on Linux; only "no such process" or a zombie state mean dead.
+//! Any other failure to read (EMFILE in a host at its fd limit, EACCES, ENOMEM…) means unknown,
+//! which counts as alive: declaring a healthy bridge dead would make the client replace it.
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -8,14 +17,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::{mpsc, Arc};
 use std::thread::{JoinHandle, ThreadId};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use once_cell::sync::OnceCell;
 use parking_lot::{Condvar, Mutex};
 
 use super::lifeline::{self, Lifeline};
+use super::signals;
 use super::stderr::{self, LineSink, Startup, StderrShared};
 use super::supervisor;
+use super::token_dir::TokenDir;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Stop budget: graceful 2 + node TERM 1 + group TERM 1.5 + KILL 1 + 2 × 0.5 = 6.5 s at worst
@@ -37,6 +48,13 @@ struct State {
 }
 
 pub struct Process {
+    /// The process that spawned the tree: the only one that may act on it (see the module doc).
+    /// Compared with getpid() rather than bumped by a pthread_atfork handler: that would need a
+    /// process-wide registration, and misses children made by raw clone/vfork; getpid is exact
+    /// (a child never shares its parent's pid) and costs one syscall.
+    owner: libc::pid_t,
+    /// When the spawn started: the token directory must be younger.
+    spawned_at: SystemTime,
     /// The supervisor's pid, which is also the process group id of the whole tree.
     pgid: libc::pid_t,
     launcher: PathBuf,
@@ -44,7 +62,7 @@ pub struct Process {
     pub stderr: Arc<StderrShared>,
     lifeline: Mutex<Option<Lifeline>>,
     node_pid: OnceCell<libc::pid_t>,
-    token_dir: OnceCell<PathBuf>,
+    token_dir: OnceCell<TokenDir>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     stderr_thread: ThreadId,
     /// Held for the whole stop sequence: concurrent stops wait for the first, then return.
@@ -63,6 +81,7 @@ impl Process {
     ) -> Result<(Process, mpsc::Receiver<Startup>)> {
         let start_err =
             |what: &str, e: std::io::Error| Error::new(ErrorKind::BridgeStartFailed, format!("{what}: {e}"));
+        let spawned_at = SystemTime::now();
         let (ours, theirs) = lifeline::pair().map_err(|e| start_err("cannot create the lifeline socket", e))?;
         let mut child = supervisor::spawn(program, args, env, theirs)?;
         let pgid = child.id() as libc::pid_t;
@@ -72,17 +91,19 @@ impl Process {
         let shared = StderrShared::new(sink);
         let (tx, rx) = mpsc::channel();
 
+        // Library threads start with every signal blocked: the host's signals are not ours to take.
         let reaper = {
             let state = state.clone();
-            std::thread::Builder::new()
-                .name("cursor-sdk-bridge-reaper".into())
-                .spawn(move || {
+            let builder = std::thread::Builder::new();
+            signals::with_all_blocked(|| {
+                builder.name("cursor-sdk-bridge-reaper".into()).spawn(move || {
                     let status = child.wait().ok();
                     let (m, cv) = &*state;
                     // A failed wait means the child is gone anyway: record a neutral status.
                     m.lock().exit = Some(status.unwrap_or_else(|| ExitStatus::from_raw(0)));
                     cv.notify_all();
                 })
+            })
         };
         let reaper = match reaper {
             Ok(h) => h,
@@ -96,15 +117,16 @@ impl Process {
         let drainer = {
             let state = state.clone();
             let shared = shared.clone();
-            std::thread::Builder::new()
-                .name("cursor-sdk-bridge-stderr".into())
-                .spawn(move || {
+            let builder = std::thread::Builder::new();
+            signals::with_all_blocked(|| {
+                builder.name("cursor-sdk-bridge-stderr".into()).spawn(move || {
                     stderr::drain(pipe, shared, tx, move || {
                         let (m, cv) = &*state;
                         m.lock().stderr_eof = true;
                         cv.notify_all();
                     })
                 })
+            })
         };
         let drainer = match drainer {
             Ok(h) => h,
@@ -116,6 +138,9 @@ impl Process {
             }
         };
         let process = Process {
+            // SAFETY: getpid cannot fail.
+            owner: unsafe { libc::getpid() },
+            spawned_at,
             pgid,
             launcher: launcher.to_path_buf(),
             state,
@@ -138,17 +163,28 @@ impl Process {
         &self.launcher
     }
 
-    /// Records node's pid and the token directory, and tells the supervisor so that it can
-    /// clean up even if we are SIGKILLed.
-    pub fn announce(&self, node_pid: u32, token_dir: Option<PathBuf>) {
+    /// Whether this is the process that spawned the tree (false in a forked child of it).
+    pub fn owned_here(&self) -> bool {
+        // SAFETY: getpid cannot fail.
+        unsafe { libc::getpid() == self.owner }
+    }
+
+    /// The pid of the process that spawned the tree.
+    pub fn owner(&self) -> libc::pid_t {
+        self.owner
+    }
+
+    /// Records node's pid and, if it is verifiably this launch's (see `token_dir.rs`), the token
+    /// directory, and tells the supervisor so that it can clean up even if we are SIGKILLed.
+    pub fn announce(&self, node_pid: u32, auth_token_file: &Path, token: &str) {
         let pid = node_pid as libc::pid_t;
         let _ = self.node_pid.set(pid);
         let guard = self.lifeline.lock();
         if let Some(l) = guard.as_ref() {
             l.send_line(&format!("pid={pid}"));
         }
-        if let Some(dir) = token_dir {
-            if let (Some(l), Some(s)) = (guard.as_ref(), dir.to_str()) {
+        if let Some(dir) = TokenDir::verify(auth_token_file, token, self.spawned_at) {
+            if let (Some(l), Some(s)) = (guard.as_ref(), dir.path().to_str()) {
                 l.send_line(&format!("dir={s}"));
             }
             let _ = self.token_dir.set(dir);
@@ -164,7 +200,11 @@ impl Process {
         st.exit.is_some() && self.node_alive() != Some(true)
     }
 
+    /// False in a forked child: the bridge is not usable from there.
     pub fn is_alive(&self) -> bool {
+        if !self.owned_here() {
+            return false;
+        }
         let st = self.state.0.lock();
         !st.stopped && st.exit.is_none() && self.node_alive() != Some(false)
     }
@@ -203,7 +243,11 @@ impl Process {
 
     /// The stop sequence: graceful → TERM node and group (and cut the lifeline) → KILL group →
     /// reap → remove the token directory. Idempotent; concurrent callers wait for the first.
+    /// Does nothing (and calls nothing) outside the owning process.
     pub fn terminate(&self, graceful: Option<&dyn Fn() -> bool>) {
+        if !self.owned_here() {
+            return;
+        }
         let _stop = self.stop_lock.lock();
         if self.stopped() {
             return;
@@ -257,7 +301,7 @@ impl Process {
         self.wait_until(EOF_WAIT, |p, _| !group_has_live_members(p.pgid));
         self.join_finished_threads();
         if let Some(dir) = self.token_dir.get() {
-            let _ = std::fs::remove_dir_all(dir);
+            dir.remove();
         }
         let (m, cv) = &*self.state;
         m.lock().stopped = true;
@@ -283,9 +327,19 @@ impl Process {
         *threads = pending;
     }
 
-    /// Both helper threads have ended (for tests: no thread outlives a stop).
+    /// Both helper threads have ended (for tests: no thread outlives a stop). Trivially true in a
+    /// forked child, which has none of our threads.
     pub fn threads_finished(&self) -> bool {
-        self.threads.lock().iter().all(|h| h.is_finished())
+        !self.owned_here() || self.threads.lock().iter().all(|h| h.is_finished())
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if !self.owned_here() {
+            // These threads do not exist in a forked child: detaching their copies is pointless.
+            std::mem::forget(std::mem::take(self.threads.get_mut()));
+        }
     }
 }
 
@@ -296,63 +350,98 @@ fn kill_group(pgid: libc::pid_t, sig: libc::c_int) {
     }
 }
 
-/// Does any non-zombie process remain in group `pgid`?
+/// Does any non-zombie process remain in group `pgid`? When unsure (a `/proc` entry we cannot
+/// read for a reason other than its process being gone), yes.
 #[cfg(target_os = "linux")]
 pub fn group_has_live_members(pgid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks for existence.
-    if pgid <= 1 || unsafe { libc::killpg(pgid, 0) } != 0 {
+    if pgid <= 1 || unsafe { libc::killpg(pgid, 0) } != 0 && last_error_is(libc::ESRCH) {
         return false;
     }
     // killpg also counts zombies: look at the members themselves.
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return true;
     };
-    dir.filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<libc::pid_t>().ok()))
-        .any(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                return false;
-            };
-            // Fields after the command: state, ppid, pgrp, …
-            let mut f = rest.split_whitespace();
-            let state = f.next();
-            let pgrp = f.nth(1).and_then(|p| p.parse::<libc::pid_t>().ok());
-            pgrp == Some(pgid) && !matches!(state, Some("Z") | Some("X"))
-        })
+    dir.into_iter().any(|entry| {
+        let Ok(entry) = entry else {
+            return true;
+        };
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<libc::pid_t>().ok()) else {
+            return false;
+        };
+        match read_stat(pid) {
+            Stat::Gone => false,
+            Stat::Unknown => true,
+            Stat::Read { zombie, pgrp } => pgrp == pgid && !zombie,
+        }
+    })
 }
-
 #[cfg(not(target_os = "linux"))]
 pub fn group_has_live_members(pgid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks for existence.
-    pgid > 1 && unsafe { libc::killpg(pgid, 0) } == 0
+    pgid > 1 && (unsafe { libc::killpg(pgid, 0) } == 0 || !last_error_is(libc::ESRCH))
+}
+
+fn last_error_is(errno: libc::c_int) -> bool {
+    std::io::Error::last_os_error().raw_os_error() == Some(errno)
 }
 
 /// Is `pid` a live (non-zombie) process of group `pgid`? The group check guards against a
-/// recycled pid or a ready line naming a process that is not ours.
+/// recycled pid or a ready line naming a process that is not ours (getpgid fails only for a
+/// process that is gone, ESRCH, or in another session, EPERM, hence not in our group). Dead
+/// means known dead: failing to read `/proc` answers alive.
 pub fn pid_alive_in_group(pid: libc::pid_t, pgid: libc::pid_t) -> bool {
-    if pid <= 1 {
-        return false;
+    // SAFETY: plain syscall.
+    pid > 1 && unsafe { libc::getpgid(pid) } == pgid && !is_zombie(pid)
+}
+
+/// What `/proc/<pid>/stat` says, as far as liveness goes.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+#[derive(Debug, PartialEq)]
+enum Stat {
+    /// The process no longer exists (ENOENT, ESRCH).
+    Gone,
+    /// It could not be read or understood for another reason: nothing is known.
+    Unknown,
+    /// Read: whether it is a zombie (Z, or X while being reaped), and its process group.
+    Read { zombie: bool, pgrp: libc::pid_t },
+}
+
+/// Classifies the result of reading a stat file (separate from the read, to test the errors).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn classify_stat(read: &std::io::Result<String>) -> Stat {
+    let stat = match read {
+        Ok(s) => s,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ESRCH)) => return Stat::Gone,
+        Err(_) => return Stat::Unknown,
+    };
+    // Fields after the command (which may hold spaces and parentheses): state, ppid, pgrp, …
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+        return Stat::Unknown;
+    };
+    let mut f = rest.split_whitespace();
+    match (f.next(), f.nth(1).and_then(|p| p.parse().ok())) {
+        (Some(state), Some(pgrp)) => Stat::Read {
+            zombie: state == "Z" || state == "X",
+            pgrp,
+        },
+        _ => Stat::Unknown,
     }
-    // SAFETY: plain syscalls.
-    if unsafe { libc::getpgid(pid) } != pgid {
-        return false;
-    }
-    !is_zombie(pid)
+}
+
+#[cfg(target_os = "linux")]
+fn read_stat(pid: libc::pid_t) -> Stat {
+    classify_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")))
 }
 
 /// A zombie has exited; kill(pid, 0) still succeeds on it until its parent (or init) reaps it,
-/// and some container inits never do.
+/// and some container inits never do. Only a zombie state or a vanished entry say so.
 #[cfg(target_os = "linux")]
 fn is_zombie(pid: libc::pid_t) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next())
-            .is_some_and(|s| s == "Z" || s == "X"),
-        Err(_) => true,
+    match read_stat(pid) {
+        Stat::Gone => true,
+        Stat::Unknown => false,
+        Stat::Read { zombie, .. } => zombie,
     }
 }
 
@@ -375,34 +464,9 @@ pub fn describe_status(status: Option<ExitStatus>) -> String {
     }
 }
 
-/// The directory of the token file, if it is the bridge's own temp directory
-/// (`…/cursor-sdk-bridge-XXXXXX/auth-token`) and therefore ours to delete.
-pub fn token_dir_of(auth_token_file: &Path) -> Option<PathBuf> {
-    let dir = auth_token_file.parent()?;
-    let name = dir.file_name()?.to_str()?;
-    let ok = auth_token_file.is_absolute()
-        && name.starts_with("cursor-sdk-bridge-")
-        && name.len() > "cursor-sdk-bridge-".len()
-        && !dir.to_str()?.contains('\n');
-    ok.then(|| dir.to_path_buf())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn token_dir_only_when_it_is_the_bridges() {
-        assert_eq!(
-            token_dir_of(Path::new("/tmp/cursor-sdk-bridge-wbKZRp/auth-token")),
-            Some(PathBuf::from("/tmp/cursor-sdk-bridge-wbKZRp"))
-        );
-        assert_eq!(token_dir_of(Path::new("/tmp/auth-token")), None);
-        assert_eq!(token_dir_of(Path::new("/home/me/auth-token")), None);
-        assert_eq!(token_dir_of(Path::new("/tmp/cursor-sdk-bridge-/auth-token")), None);
-        assert_eq!(token_dir_of(Path::new("cursor-sdk-bridge-x/auth-token")), None);
-        assert_eq!(token_dir_of(Path::new("")), None);
-    }
 
     #[test]
     fn statuses_read_well() {
@@ -413,6 +477,52 @@ mod tests {
             "exit status 137 (killed by signal 9)"
         );
         assert_eq!(describe_status(Some(ExitStatus::from_raw(15))), "killed by signal 15");
+    }
+
+    #[test]
+    fn only_a_vanished_entry_or_a_zombie_state_means_dead() {
+        let err = |errno| Err(std::io::Error::from_raw_os_error(errno));
+        assert_eq!(classify_stat(&err(libc::ENOENT)), Stat::Gone);
+        assert_eq!(classify_stat(&err(libc::ESRCH)), Stat::Gone);
+        for errno in [
+            libc::EMFILE,
+            libc::ENFILE,
+            libc::EACCES,
+            libc::ENOMEM,
+            libc::EIO,
+            libc::EINTR,
+        ] {
+            assert_eq!(classify_stat(&err(errno)), Stat::Unknown, "errno {errno}");
+        }
+        let read = |s: &str| Ok(s.to_string());
+        assert_eq!(
+            classify_stat(&read("42 (node) S 1 4242 4242 0 -1")),
+            Stat::Read {
+                zombie: false,
+                pgrp: 4242
+            }
+        );
+        // A command with spaces and parentheses in it.
+        assert_eq!(
+            classify_stat(&read("42 (a) Z (b) Z 1 77 77 0")),
+            Stat::Read { zombie: true, pgrp: 77 }
+        );
+        assert_eq!(
+            classify_stat(&read("42 (x) X 1 77 77")),
+            Stat::Read { zombie: true, pgrp: 77 }
+        );
+        assert_eq!(classify_stat(&read("")), Stat::Unknown);
+        assert_eq!(classify_stat(&read("42 (node) S")), Stat::Unknown);
+    }
+
+    #[test]
+    fn our_own_process_reads_alive() {
+        let me = std::process::id() as libc::pid_t;
+        // SAFETY: plain syscall.
+        let pgrp = unsafe { libc::getpgrp() };
+        assert!(pid_alive_in_group(me, pgrp));
+        assert!(group_has_live_members(pgrp));
+        assert!(!group_has_live_members(0));
     }
 
     #[test]
