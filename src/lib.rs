@@ -8,6 +8,7 @@ pub mod agent;
 pub mod bridge;
 pub mod callback;
 pub mod client;
+pub mod compat;
 pub mod error;
 pub mod ffi;
 pub mod log;
