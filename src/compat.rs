@@ -8,7 +8,7 @@
 //! 1.1.0, and the drop was seen on the wire against the 1.0.26 bridge. `SendOptions` has not
 //! changed over that range, so only agent options (create and resume) are checked.
 //!
-//! The version is the bridge manifest's `sdkVersion` (see [`crate::bridge::locate::manifest_of`]).
+//! The version is the bridge manifest's `sdkVersion` (see [`crate::bridge::manifest_of`]).
 //! A version that does not parse as `MAJOR.MINOR.PATCH` (a suffix such as `-rc.1` or `+build` is
 //! ignored) is allowed through: refusing options on a guess would be worse than the status quo.
 

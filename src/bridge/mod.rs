@@ -26,8 +26,8 @@ mod stderr;
 mod supervisor;
 
 pub use locate::{
-    check_manifest, locate, locate_with, BRIDGE_FILE_NAME, CACHE_RELATIVE_BIN, DEFAULT_CACHE_DIR, ENV_BRIDGE_BIN,
-    ENV_BRIDGE_CACHE, PROTOCOL,
+    check_manifest, locate, locate_with, manifest_of, Manifest, BRIDGE_FILE_NAME, CACHE_RELATIVE_BIN,
+    DEFAULT_CACHE_DIR, ENV_BRIDGE_BIN, ENV_BRIDGE_CACHE, PROTOCOL,
 };
 pub use ready::{parse_ready_line, ReadyInfo, READY_PREFIX};
 pub use stderr::{LineSink, TAIL_BYTES};
