@@ -60,6 +60,20 @@ pub const AGENT_FIELDS: &[FieldSince] = &[
     OUTPUT_SCHEMA,
 ];
 
+/// The first cursor-sdk release whose bridge knows `--verbose` (RPC logging on stderr); older
+/// ones refuse to start with "Unknown argument: --verbose".
+pub const VERBOSE_FLAG_SINCE: &str = "1.0.27";
+
+/// Whether the bridge of cursor-sdk `sdk_version` accepts `--verbose`. Unknown or unparseable
+/// versions are assumed to (as before this check existed).
+pub fn accepts_verbose_flag(sdk_version: Option<&str>) -> bool {
+    let needed = Version::parse(VERBOSE_FLAG_SINCE);
+    match sdk_version.and_then(Version::parse) {
+        Some(v) => needed.is_none_or(|n| v >= n),
+        None => true,
+    }
+}
+
 /// A release number, compared numerically part by part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Version(pub u32, pub u32, pub u32);
@@ -306,6 +320,15 @@ mod tests {
         };
         assert!(check_agent_options("1.0.26", &harmless).is_ok());
         assert!(check_agent_options("1.0.26", &proto::AgentOptions::default()).is_ok());
+    }
+
+    #[test]
+    fn verbose_flag_from_1_0_27() {
+        assert!(!accepts_verbose_flag(Some("1.0.26")));
+        assert!(accepts_verbose_flag(Some("1.0.27")));
+        assert!(accepts_verbose_flag(Some("1.1.0")));
+        assert!(accepts_verbose_flag(None));
+        assert!(accepts_verbose_flag(Some("dev")));
     }
 
     #[test]

@@ -91,6 +91,18 @@ fn starts_pings_reports_its_version_and_manages_agents() {
     assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
 }
 
+/// `--verbose` arrived in 1.0.27; the launch leaves it out for this bridge instead of failing.
+#[test]
+fn verbose_client_starts_it_without_the_flag() {
+    let sb = Sandbox::new();
+    let mut o = sb.options();
+    o.bridge_path = Some(old_bridge());
+    o.verbose = true;
+    let client = Client::new(o).unwrap();
+    client.ping().unwrap();
+    assert!(client.bridge_pid().is_some());
+}
+
 /// Options setting one field of the compat table, by its JSON path.
 fn options_setting(field: &str) -> proto::AgentOptions {
     let json = match field {

@@ -137,7 +137,24 @@ mod managed {
             };
             let mut args: Vec<OsString> = vec!["--workspace".into(), workspace.into_os_string()];
             if opts.verbose {
-                args.push("--verbose".into());
+                // Bridges before cursor-sdk 1.0.27 refuse to start with --verbose; they just
+                // do without its RPC log.
+                let sdk_version = locate::manifest_of(&launcher)
+                    .ok()
+                    .flatten()
+                    .and_then(|m| m.sdk_version);
+                if crate::compat::accepts_verbose_flag(sdk_version.as_deref()) {
+                    args.push("--verbose".into());
+                } else {
+                    crate::log::emit(
+                        crate::log::Level::Info,
+                        &format!(
+                            "bridge from cursor-sdk {} has no --verbose (added in {}); starting it without",
+                            sdk_version.as_deref().unwrap_or("?"),
+                            crate::compat::VERBOSE_FLAG_SINCE
+                        ),
+                    );
+                }
             }
             args.extend(opts.args.iter().cloned());
             let mut env: Vec<(OsString, OsString)> =
