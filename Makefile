@@ -12,7 +12,7 @@ all: build
 build:
 	$(CARGO) build --workspace
 
-## Installs the pinned bridge (PyPI cursor-sdk==1.1.0, sha256-checked) into $(CURSOR_SDK_BRIDGE_CACHE).
+## Installs the pinned bridge (PyPI cursor-sdk==1.1.0) and the oldest supported one (1.0.26), sha256-checked, into $(CURSOR_SDK_BRIDGE_CACHE).
 fetch-bridge:
 	@./scripts/fetch-bridge.sh
 

@@ -22,6 +22,10 @@ LIB=$PROFILE_DIR/libcursor_sdk.so
 DOUBLE=$PROFILE_DIR/cursor-sdk-bridge-double
 CACHE=${CURSOR_SDK_BRIDGE_CACHE:-$ROOT/.cache/bridge}
 REAL=$CACHE/cursor-sdk-1.1.0/bridge/bin/cursor-sdk-bridge
+# The oldest supported bridge: plain mode runs the real-bridge suite on it too.
+OLD=$CACHE/cursor-sdk-1.0.26/bridge/bin/cursor-sdk-bridge
+# 1 once compat::check_agent_options and "sdkVersion" are wired into the library (test_real.c).
+COMPAT_WIRED=${CURSOR_SDK_TEST_COMPAT_WIRED:-0}
 OUT=$ROOT/target/c/$MODE
 LIBDIR=$ROOT/target/c/lib
 
@@ -35,6 +39,7 @@ need_tool readelf "binutils"
 [ -f "$LIB" ] || die "$LIB is missing: run 'cargo build --lib' (make c-test does)"
 [ -x "$DOUBLE" ] || die "$DOUBLE is missing: run 'cargo build -p cursor-sdk-bridge-double' (make c-test does)"
 [ -x "$REAL" ] || die "the real bridge $REAL is missing: run 'make fetch-bridge'"
+[ -x "$OLD" ] || die "the oldest supported bridge $OLD is missing: run 'make fetch-bridge'"
 
 # The library's soname is libcursor_sdk.so.0 while cargo writes libcursor_sdk.so: link and load
 # through a directory holding both names.
@@ -78,7 +83,8 @@ run() { # run <label> <command...>
     start=$(date +%s)
     (cd "$SCRATCH" && env HOME="$SCRATCH/home" \
         CURSOR_SDK_TEST_DOUBLE="$DOUBLE" CURSOR_SDK_TEST_REAL_BRIDGE="$REAL" \
-        CURSOR_SDK_BRIDGE_BIN="$DOUBLE" CURSOR_SDK_TEST_TIME_SCALE="$SCALE" "$@") || die "$label failed (exit $?)"
+        CURSOR_SDK_BRIDGE_BIN="$DOUBLE" CURSOR_SDK_TEST_TIME_SCALE="$SCALE" \
+        CURSOR_SDK_TEST_COMPAT_WIRED="$COMPAT_WIRED" "$@") || die "$label failed (exit $?)"
     echo "== c-test ($MODE): $label passed in $(($(date +%s) - start)) s"
 }
 
@@ -151,6 +157,7 @@ plain)
 
     run "C suite on the bridge double" "$OUT/test_double"
     run "C suite on the real bridge" "$OUT/test_real"
+    run "C suite on the oldest supported bridge (cursor-sdk 1.0.26)" env CURSOR_SDK_TEST_REAL_BRIDGE="$OLD" "$OUT/test_real"
     run "C tools and store suite" "$OUT/test_tools"
 
     step "examples (built with -Werror, run on the double)"

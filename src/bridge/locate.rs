@@ -118,20 +118,61 @@ pub(super) fn is_executable(path: &Path) -> bool {
     }
 }
 
+/// What a packaged bridge's `manifest.json` says about it. Every field is optional: a missing or
+/// non-string value is `None`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Manifest {
+    /// The file this was read from.
+    pub path: PathBuf,
+    /// The cursor-sdk release the bridge ships in (`sdkVersion`, e.g. "1.1.0"): what
+    /// [`crate::compat`] checks options against.
+    pub sdk_version: Option<String>,
+    /// The bridge's own version (`bridgeVersion`; "1.0.0" for every release so far).
+    pub bridge_version: Option<String>,
+    /// The protocol it speaks (`protocol`, e.g. "sdk.v1").
+    pub protocol: Option<String>,
+    /// The platform it was built for (`os`, `arch`, e.g. "linux", "x64").
+    pub os: Option<String>,
+    pub arch: Option<String>,
+}
+
+/// Reads `<launcher>/../../manifest.json`, where a packaged bridge keeps it (the launcher is
+/// `<bridge>/bin/cursor-sdk-bridge`; like the launcher script itself, symlinks are not followed).
+/// `Ok(None)` when there is no manifest: a `cursor-sdk-bridge` installed by pip on PATH is an
+/// entry-point script without one. Unreadable or non-JSON manifests are errors.
+pub fn manifest_of(launcher: &Path) -> Result<Option<Manifest>> {
+    let Some(path) = launcher
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("manifest.json"))
+    else {
+        return Ok(None);
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(fail(format!("cannot read {}: {e}", path.display()))),
+    };
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| fail(format!("bridge manifest {} is not valid JSON: {e}", path.display())))?;
+    let field = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+    Ok(Some(Manifest {
+        sdk_version: field("sdkVersion"),
+        bridge_version: field("bridgeVersion"),
+        protocol: field("protocol"),
+        os: field("os"),
+        arch: field("arch"),
+        path,
+    }))
+}
+
 /// A packaged bridge has `<bin>/../manifest.json`; if it is there, it must say `sdk.v1`.
 /// (A `cursor-sdk-bridge` installed by pip on PATH is an entry-point script without one.)
 pub fn check_manifest(bin: &Path) -> Result<()> {
-    let Some(manifest) = bin.parent().and_then(Path::parent).map(|d| d.join("manifest.json")) else {
+    let Some(manifest) = manifest_of(bin)? else {
         return Ok(());
     };
-    let text = match std::fs::read_to_string(&manifest) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(fail(format!("cannot read {}: {e}", manifest.display()))),
-    };
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| fail(format!("bridge manifest {} is not valid JSON: {e}", manifest.display())))?;
-    match value.get("protocol").and_then(|p| p.as_str()) {
+    match manifest.protocol.as_deref() {
         Some(PROTOCOL) => Ok(()),
         other => Err(fail(format!(
             "bridge {} speaks protocol {} according to {}, but this library needs \"{PROTOCOL}\"",
@@ -139,7 +180,7 @@ pub fn check_manifest(bin: &Path) -> Result<()> {
             other
                 .map(|p| format!("\"{p}\""))
                 .unwrap_or_else(|| "(none given)".into()),
-            manifest.display()
+            manifest.path.display()
         ))),
     }
 }
@@ -289,5 +330,42 @@ mod tests {
         .unwrap();
         let e = locate_with(None, &env_of(&[(ENV_BRIDGE_CACHE, &cache)])).unwrap_err();
         assert!(e.message.contains("\"x\""), "{}", e.message);
+    }
+
+    #[test]
+    fn manifest_of_reads_what_is_there() {
+        let t = temp_dir("manifest-of");
+        let bin = exe(&t.path().join("bridge/bin/cursor-sdk-bridge"));
+        let path = t.path().join("bridge/manifest.json");
+        assert_eq!(manifest_of(&bin).unwrap(), None);
+        std::fs::write(
+            &path,
+            r#"{"bridgeVersion":"1.0.0","sdkVersion":"1.0.26","os":"linux","arch":"x64","protocol":"sdk.v1","extra":1}"#,
+        )
+        .unwrap();
+        let m = manifest_of(&bin).unwrap().unwrap();
+        assert_eq!(
+            m,
+            Manifest {
+                path: path.clone(),
+                sdk_version: Some("1.0.26".into()),
+                bridge_version: Some("1.0.0".into()),
+                protocol: Some("sdk.v1".into()),
+                os: Some("linux".into()),
+                arch: Some("x64".into()),
+            }
+        );
+        // Absent or non-string fields are None, not errors.
+        std::fs::write(&path, r#"{"protocol":"sdk.v1","sdkVersion":126}"#).unwrap();
+        let m = manifest_of(&bin).unwrap().unwrap();
+        assert_eq!((m.sdk_version, m.protocol.as_deref()), (None, Some("sdk.v1")));
+        std::fs::write(&path, "[]").unwrap();
+        assert_eq!(manifest_of(&bin).unwrap().unwrap().sdk_version, None);
+        std::fs::write(&path, "{oops").unwrap();
+        let e = manifest_of(&bin).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::BridgeStartFailed);
+        assert!(e.message.contains("not valid JSON"), "{}", e.message);
+        // A bare file name has no bridge directory above it.
+        assert_eq!(manifest_of(Path::new("cursor-sdk-bridge")).unwrap(), None);
     }
 }

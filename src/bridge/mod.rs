@@ -34,8 +34,8 @@ mod supervisor;
 mod token_dir;
 
 pub use locate::{
-    check_manifest, locate, locate_with, BRIDGE_FILE_NAME, CACHE_RELATIVE_BIN, DEFAULT_CACHE_DIR, ENV_BRIDGE_BIN,
-    ENV_BRIDGE_CACHE, PROTOCOL,
+    check_manifest, locate, locate_with, manifest_of, Manifest, BRIDGE_FILE_NAME, CACHE_RELATIVE_BIN,
+    DEFAULT_CACHE_DIR, ENV_BRIDGE_BIN, ENV_BRIDGE_CACHE, PROTOCOL,
 };
 pub use ready::{parse_ready_line, ReadyInfo, READY_PREFIX};
 pub use stderr::{LineSink, TAIL_BYTES};
@@ -146,7 +146,24 @@ mod managed {
             };
             let mut args: Vec<OsString> = vec!["--workspace".into(), workspace.into_os_string()];
             if opts.verbose {
-                args.push("--verbose".into());
+                // Bridges before cursor-sdk 1.0.27 refuse to start with --verbose; they just
+                // do without its RPC log.
+                let sdk_version = locate::manifest_of(&launcher)
+                    .ok()
+                    .flatten()
+                    .and_then(|m| m.sdk_version);
+                if crate::compat::accepts_verbose_flag(sdk_version.as_deref()) {
+                    args.push("--verbose".into());
+                } else {
+                    crate::log::emit(
+                        crate::log::Level::Info,
+                        &format!(
+                            "bridge from cursor-sdk {} has no --verbose (added in {}); starting it without",
+                            sdk_version.as_deref().unwrap_or("?"),
+                            crate::compat::VERBOSE_FLAG_SINCE
+                        ),
+                    );
+                }
             }
             args.extend(opts.args.iter().cloned());
             let mut env: Vec<(OsString, OsString)> =
