@@ -145,6 +145,9 @@ typedef struct cursor_tool_call cursor_tool_call;
 // from any library thread, concurrently; it must not throw or longjmp, and should be quick.
 typedef void (*cursor_log_fn)(void *user_data, cursor_log_level level, const char *message);
 
+// Releases a `user_data` pointer; called exactly once.
+typedef void (*cursor_free_fn)(void *user_data);
+
 // Push-mode callback. Called on a library thread, in stream order, once per event with
 // `event` non-NULL and `error` NULL; then exactly once more with `event` NULL as the final
 // call: `error` NULL when the stream ended normally, else the failure. `event` and `error` are
@@ -158,9 +161,6 @@ typedef void (*cursor_event_fn)(void *user_data, const cursor_event *event, cons
 // (now, or later from any thread), and free it with `cursor_tool_call_free`. Must not throw or
 // longjmp.
 typedef void (*cursor_tool_fn)(void *user_data, cursor_tool_call *call);
-
-// Releases a `user_data` pointer; called exactly once.
-typedef void (*cursor_free_fn)(void *user_data);
 
 // Store callback: answer through `reply` (`cursor_store_reply_ok` or `cursor_store_reply_error`)
 // before returning. `substore` is "agents", "runs", "runEvents" or "checkpoints"; `method` is
@@ -522,13 +522,21 @@ bool cursor_error_retryable(const cursor_error *e);
 void cursor_error_free(cursor_error *e);
 
 // Installs the process-wide log callback for lines at `level` (a `cursor_log_level`) or more
-// severe (`fn` NULL removes it). The library prints nothing to stdout or stderr by default; without a callback,
+// severe; `fn` NULL removes it (then `user_data` and `user_data_free` are ignored). The
+// library prints nothing to stdout or stderr by default; without a callback,
 // `CURSOR_SDK_LOG=error|warn|info|debug` sends lines to stderr. Lines never contain the bridge
-// token. `user_data` is passed to every call and must stay valid until the callback is replaced
-// or removed. Thread-safe; calls already running may finish after this returns.
-void cursor_set_log_callback(int32_t level,
-                             cursor_log_fn fn,
-                             void *user_data);
+// token. `user_data` is passed to every call. Thread-safe.
+//
+// When the callback is replaced or removed, this waits for the calls of the previous one in
+// progress to return, then calls the previous `user_data_free` (may be NULL) exactly once: when
+// it returns, no call of the previous callback runs and its user data is released. Called from
+// inside the log callback it cannot wait for that call: it installs the new callback at once,
+// and the previous `user_data_free` runs on the thread of the last call in progress as it
+// returns. Do not hold a lock the callback takes while calling this.
+//
+// # Safety
+// `fn` and `user_data_free` must be safe to call from any thread with `user_data`.
+void cursor_set_log_callback(int32_t level, cursor_log_fn fn, void *user_data, cursor_free_fn user_data_free);
 
 // Takes the next event. `timeout_ms`: 0 polls without blocking, a negative value waits as long
 // as it takes. Returns `CURSOR_OK` with `*out` owning an event (`cursor_event_free`),
@@ -638,10 +646,15 @@ void cursor_event_free(cursor_event *e);
 // `mcp` tool group, then fails with `CURSOR_E_INVALID_ARGUMENT` rather than losing the tool).
 // `name`: 1-64 of `A-Z a-z 0-9 _ -`. `input_schema_json`: a JSON Schema object (NULL means
 // `{"type":"object"}`). `fn` is called for each call (see `cursor_tool_fn`). `user_data_free`
-// (may be NULL) runs exactly once, when the tool can no longer be called: after
-// `cursor_client_free`, or after a replacing registration, once no call of it is running. On
-// failure nothing is registered and `user_data_free` is not called. A tool of the same name
-// is replaced.
+// (may be NULL) runs exactly once, when the tool can no longer be called: after a replacing
+// registration once no call of it is running, and at the latest before `cursor_client_free`
+// returns, whatever agent or run handles are still alive (`cursor_client_free` waits for
+// tool calls in progress to return, answers calls still waiting for a late answer with an
+// error — completing them afterwards is `CURSOR_E_USAGE` — and then releases every tool).
+// Called from inside a tool or store callback, `cursor_client_free` does not wait for that
+// callback: its own `user_data_free` runs as it returns. On failure nothing is registered and
+// `user_data_free` is not called. A tool of the same name is replaced. After
+// `cursor_client_free` has begun, registering fails with `CURSOR_E_USAGE`.
 //
 // # Safety
 // Strings must be NUL-terminated (or NULL where allowed); `fn` and `user_data_free` must be
@@ -693,9 +706,11 @@ void cursor_tool_call_free(cursor_tool_call *call);
 // Creates a client (like `cursor_client_new`) whose bridge keeps all local agent state in your
 // store: it is launched with a custom local store, and every store operation calls `fn`
 // (see `cursor_store_fn`; return bare records, e.g. the agent object for agents.get, and NULL
-// for a miss). `user_data_free` (may be NULL) runs exactly once after the last call, at
-// `cursor_client_free` at the latest; on failure here it is not called. Attach mode
-// (`bridgeUrl`) cannot take a store.
+// for a miss). `user_data_free` (may be NULL) runs exactly once after the last call, before
+// `cursor_client_free` returns, whatever agent or run handles are still alive
+// (`cursor_client_free` waits for store calls in progress to return; as for tools, from
+// inside a callback it does not wait for that callback); on failure here it is not called.
+// Attach mode (`bridgeUrl`) cannot take a store.
 //
 // # Safety
 // As for `cursor_client_new`; `fn`/`user_data_free` must be safe from other threads.
