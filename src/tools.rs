@@ -72,7 +72,8 @@ impl ToolCompletion {
 
 /// A tool's behaviour. Called on a callback-server thread; calls for different tool calls may
 /// run concurrently. Answer through `done` now or later. The handler is dropped once the tool
-/// is unregistered and no call of it is running, i.e. when it can no longer be called.
+/// is unregistered and no call of it is running, i.e. when it can no longer be called, and at
+/// the latest before `Client::shutdown` returns (which waits for calls in progress).
 pub trait ToolHandler: Send + Sync {
     fn call(&self, call: ToolCall, done: ToolCompletion);
 }

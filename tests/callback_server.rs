@@ -103,6 +103,7 @@ fn unauthenticated_head_is_refused_before_its_body_is_read() {
         assert!(status.starts_with("HTTP/1.1 401"), "{status}");
         assert!(body.contains("unauthenticated"), "{body}");
         assert!(took < Duration::from_millis(900), "401 took {took:?}");
+        eprintln!("401 for a 32 MiB announcement in {took:?}");
         // The server closed the connection instead of reading the announced 32 MiB: sending
         // them fails (reset or broken pipe) rather than being swallowed.
         let chunk = vec![b'x'; 1 << 20];
@@ -136,11 +137,13 @@ fn idle_connections_are_capped_and_authenticated_calls_still_work() {
         idle.len(),
         during - before
     );
+    eprintln!("500 idle connections: {before} threads before, {during} during");
     let t0 = Instant::now();
     let (status, body) = tool_call(&server, &json!({"toolName": "t", "n": 7}));
     assert!(status.starts_with("HTTP/1.1 200"), "{status} {body}");
     assert!(body.contains(r#""n":7"#), "{body}");
     assert!(t0.elapsed() < Duration::from_secs(2), "took {:?}", t0.elapsed());
+    eprintln!("an authenticated call among them took {:?}", t0.elapsed());
     assert!(common::thread_count() <= before + MAX_CONNECTIONS + 4);
     drop(idle);
     server.stop();
