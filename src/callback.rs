@@ -1,22 +1,26 @@
 //! The callback server: the bridge calls us here for custom tools and custom stores.
 //!
-//! Loopback only (127.0.0.1), a fresh 256-bit bearer token compared in constant time on every
-//! request (a missing or wrong token never reaches a handler), `httparse` request heads,
-//! Content-Length and chunked bodies (the bridge always sends chunked), TCP_NODELAY and one
-//! write per response (without them each callback costs ~45 ms), a request size cap, read
-//! timeouts against slow clients, keep-alive, and a thread per connection so calls for
-//! different tool calls run concurrently.
+//! Loopback only (127.0.0.1), a fresh 256-bit bearer token compared in constant time, `httparse`
+//! request heads, Content-Length and chunked bodies (the bridge always sends chunked),
+//! TCP_NODELAY and one write per response (without them each callback costs ~45 ms), and
+//! keep-alive. Hardening against other local processes:
+//! - the method, path, token, content type and declared length are checked on the request head
+//!   before any body byte is read: a rejected request is answered at once and closed;
+//! - at most [`MAX_CONNECTIONS`] connections (one thread each); when all are taken, a new one
+//!   evicts the connection idle the longest, or waits in the kernel backlog if none is idle;
+//! - a head must be complete within [`HEAD_DEADLINE`] of its first byte, every body read must
+//!   progress within [`READ_TIMEOUT`], and a connection idle for [`IDLE_TIMEOUT`] is closed.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Value};
 
 use crate::error::{Error, ErrorKind, Result};
@@ -24,12 +28,22 @@ use crate::error::{Error, ErrorKind, Result};
 /// Largest request body we accept (tool arguments, store records).
 pub const MAX_BODY_BYTES: usize = 32 << 20;
 const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Concurrent connections (each has a thread). The bridge opens one per callback in flight
+/// and reuses them (keep-alive); callbacks in flight are bounded by the tool calls the model
+/// runs in parallel across this client's runs (a handful, rarely tens), so 64 leaves ample room
+/// while bounding what a local process can make us spend (64 threads, 64 sockets).
+pub const MAX_CONNECTIONS: usize = 64;
 /// A connection that sends nothing for this long is closed (the bridge reconnects).
-const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long `stop` waits for calls in progress.
-const STOP_GRACE: Duration = Duration::from_secs(2);
-/// Once a request has started, each read must progress within this long.
-const READ_TIMEOUT: Duration = Duration::from_secs(15);
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// A request head must be complete this long after its first byte (the bridge sends it in
+/// one write).
+pub const HEAD_DEADLINE: Duration = Duration::from_secs(5);
+/// Once a body has started, each read must progress within this long.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(15);
+/// After rejecting a request, how much of what the client already sent we discard (so closing
+/// does not reset the connection before it reads our answer), and for how long at most.
+const LINGER_BYTES: usize = 256 * 1024;
+const LINGER_TIME: Duration = Duration::from_millis(100);
 
 pub const TOOL_PATH: &str = "/sdk.v1.SdkCustomToolCallbackService/CallCustomTool";
 pub const STORE_PATH: &str = "/sdk.v1.SdkStoreCallbackService/CallStore";
@@ -41,16 +55,50 @@ pub type Reply = std::result::Result<Value, Error>;
 pub trait Dispatch: Send + Sync {
     fn call_tool(&self, request: Value) -> Reply;
     fn call_store(&self, request: Value) -> Reply;
+    /// Refuse new calls and stop every call that waits for something other than user code
+    /// already running (e.g. a tool call waiting for a late completion), answering it with an
+    /// error: `CallbackServer::stop` then waits for the dispatches in progress.
+    fn cancel(&self);
 }
 
 /// A running callback server. Stops (closing every connection) on `stop` or drop.
 pub struct CallbackServer {
     url: String,
     token: String,
-    stopping: Arc<AtomicBool>,
-    conns: Conns,
+    shared: Arc<Shared>,
+    dispatch: Arc<dyn Dispatch>,
     acceptor: Mutex<Option<JoinHandle<()>>>,
     addr: SocketAddr,
+}
+
+/// What the acceptor, the connection threads and `stop` share.
+struct Shared {
+    id: u64,
+    stopping: AtomicBool,
+    conns: Mutex<Conns>,
+    /// Signalled when a connection ends or goes idle.
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Conns {
+    live: HashMap<u64, Conn>,
+}
+
+struct Conn {
+    /// A clone of the socket, to close it from outside.
+    socket: TcpStream,
+    /// `Some(since)` while waiting for the next request: the connection may be evicted.
+    idle_since: Option<Instant>,
+    evicted: bool,
+}
+
+static SERVER_IDS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The server whose connection this thread serves: `stop` from inside a callback must not
+    /// wait for its own thread.
+    static SERVING: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
 
 impl CallbackServer {
@@ -61,22 +109,26 @@ impl CallbackServer {
             .local_addr()
             .map_err(|e| Error::internal(format!("callback server: {e}")))?;
         let token = new_token()?;
-        let stopping = Arc::new(AtomicBool::new(false));
-        let conns: Conns = Arc::new(Mutex::new(HashMap::new()));
+        let shared = Arc::new(Shared {
+            id: SERVER_IDS.fetch_add(1, Ordering::Relaxed),
+            stopping: AtomicBool::new(false),
+            conns: Mutex::new(Conns::default()),
+            changed: Condvar::new(),
+        });
         let ctx = Arc::new(Ctx {
             token: token.clone(),
-            dispatch,
+            dispatch: dispatch.clone(),
         });
-        let (stop2, conns2) = (stopping.clone(), conns.clone());
+        let shared2 = shared.clone();
         let acceptor = std::thread::Builder::new()
             .name("cursor-callbacks".into())
-            .spawn(move || accept_loop(listener, ctx, stop2, conns2))
+            .spawn(move || accept_loop(listener, ctx, shared2))
             .map_err(|e| Error::internal(format!("callback server thread: {e}")))?;
         Ok(CallbackServer {
             url: format!("http://{addr}"),
             token,
-            stopping,
-            conns,
+            shared,
+            dispatch,
             acceptor: Mutex::new(Some(acceptor)),
             addr,
         })
@@ -92,24 +144,34 @@ impl CallbackServer {
         &self.token
     }
 
-    /// Stops accepting, closes live connections, joins the acceptor. Idempotent.
+    /// Stops accepting, closes every connection, has the dispatcher cancel what waits for
+    /// something other than running user code (`Dispatch::cancel`), and returns once no
+    /// dispatch this server started is running (waiting for callbacks in progress to return,
+    /// without a timeout). Idempotent. Called from inside a callback it does not wait for that
+    /// callback's own connection.
     pub fn stop(&self) {
-        if self.stopping.swap(true, Ordering::AcqRel) {
-            return;
+        if !self.shared.stopping.swap(true, Ordering::AcqRel) {
+            // Wake a blocking accept with a throwaway connection.
+            let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+            // Under the lock, so an acceptor waiting for a slot cannot miss the wake-up.
+            drop(self.shared.conns.lock());
+            self.shared.changed.notify_all();
+            if let Some(t) = self.acceptor.lock().take() {
+                let _ = t.join();
+            }
+            self.dispatch.cancel();
         }
-        // Wake the blocking accept with a throwaway connection.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
-        for c in self.conns.lock().values() {
-            let _ = c.shutdown(Shutdown::Both);
-        }
-        if let Some(t) = self.acceptor.lock().take() {
-            let _ = t.join();
-        }
-        // Let connection threads finish the call they are in (bounded), so handlers (and the
-        // user data behind them) are released by the time `stop` returns.
-        let deadline = std::time::Instant::now() + STOP_GRACE;
-        while !self.conns.lock().is_empty() && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
+        let own = usize::from(SERVING.with(|s| s.get()) == Some(self.shared.id));
+        let mut conns = self.shared.conns.lock();
+        loop {
+            // Connections accepted just before the acceptor stopped are closed here too.
+            for c in conns.live.values() {
+                let _ = c.socket.shutdown(Shutdown::Both);
+            }
+            if conns.live.len() <= own {
+                break;
+            }
+            self.shared.changed.wait(&mut conns);
         }
     }
 }
@@ -139,109 +201,158 @@ fn new_token() -> Result<String> {
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
-/// Live connections, so `stop` can close them; each removes itself when it ends.
-type Conns = Arc<Mutex<HashMap<u64, TcpStream>>>;
+impl Shared {
+    /// Waits for a connection slot, evicting the longest-idle connection when all are taken.
+    /// `false`: the server is stopping.
+    fn reserve(&self) -> bool {
+        let mut conns = self.conns.lock();
+        loop {
+            if self.stopping.load(Ordering::Acquire) {
+                return false;
+            }
+            if conns.live.len() < MAX_CONNECTIONS {
+                return true;
+            }
+            // One eviction at a time: a victim frees its slot as soon as its thread sees EOF.
+            if !conns.live.values().any(|c| c.evicted) {
+                let oldest = conns
+                    .live
+                    .values_mut()
+                    .filter_map(|c| c.idle_since.map(|t| (t, c)))
+                    .min_by_key(|(t, _)| *t);
+                if let Some((_, victim)) = oldest {
+                    victim.evicted = true;
+                    let _ = victim.socket.shutdown(Shutdown::Both);
+                }
+            }
+            // Its thread ends (or some connection goes idle) and signals.
+            self.changed.wait(&mut conns);
+        }
+    }
 
-fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, stopping: Arc<AtomicBool>, conns: Conns) {
+    /// Marks a connection idle (evictable) or busy. `false`: it was evicted, or the server is
+    /// stopping: end it.
+    fn set_idle(&self, id: u64, idle: bool) -> bool {
+        let mut conns = self.conns.lock();
+        let Some(c) = conns.live.get_mut(&id) else { return false };
+        if c.evicted || self.stopping.load(Ordering::Acquire) {
+            return false;
+        }
+        c.idle_since = idle.then(Instant::now);
+        drop(conns);
+        if idle {
+            self.changed.notify_all();
+        }
+        true
+    }
+
+    fn remove(&self, id: u64) {
+        self.conns.lock().live.remove(&id);
+        self.changed.notify_all();
+    }
+}
+
+fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, shared: Arc<Shared>) {
     for (id, stream) in (0u64..).zip(listener.incoming()) {
-        if stopping.load(Ordering::Acquire) {
+        if shared.stopping.load(Ordering::Acquire) {
             break;
         }
         let Ok(stream) = stream else { continue };
+        // With every slot busy, further connections wait in the kernel backlog.
+        if !shared.reserve() {
+            break;
+        }
         let _ = stream.set_nodelay(true);
-        let Ok(clone) = stream.try_clone() else { continue };
-        conns.lock().insert(id, clone);
-        let (ctx, registry) = (ctx.clone(), conns.clone());
+        let Ok(socket) = stream.try_clone() else { continue };
+        shared.conns.lock().live.insert(
+            id,
+            Conn {
+                socket,
+                idle_since: None,
+                evicted: false,
+            },
+        );
+        let (ctx, shared2) = (ctx.clone(), shared.clone());
         let spawned = std::thread::Builder::new()
             .name("cursor-callback-conn".into())
             .spawn(move || {
-                serve(&stream, &ctx);
+                SERVING.with(|s| s.set(Some(shared2.id)));
+                serve(&stream, &ctx, &shared2, id);
                 drop(ctx);
-                // The registry holds a clone of the socket: close it for real.
                 let _ = stream.shutdown(Shutdown::Both);
-                registry.lock().remove(&id);
+                shared2.remove(id);
             });
         if spawned.is_err() {
-            if let Some(s) = conns.lock().remove(&id) {
-                let _ = s.shutdown(Shutdown::Both);
+            if let Some(c) = shared.conns.lock().live.remove(&id) {
+                let _ = c.socket.shutdown(Shutdown::Both);
             }
         }
     }
 }
 
-/// Serves requests on one keep-alive connection until it closes, errs or idles out.
-fn serve(stream: &TcpStream, ctx: &Ctx) {
+/// Serves requests on one keep-alive connection until it closes, errs, idles out or is
+/// evicted.
+fn serve(stream: &TcpStream, ctx: &Ctx, shared: &Shared, id: u64) {
     let Ok(read_half) = stream.try_clone() else { return };
     let mut writer = stream;
     let mut reader = BufReader::with_capacity(64 * 1024, read_half);
     loop {
+        if !shared.set_idle(id, true) {
+            return;
+        }
         let _ = reader.get_ref().set_read_timeout(Some(IDLE_TIMEOUT));
-        let request = match read_request(&mut reader) {
-            Ok(Some(r)) => r,
-            Ok(None) => return,
+        match reader.fill_buf() {
+            Ok(b) if !b.is_empty() => {}
+            _ => return,
+        }
+        if !shared.set_idle(id, false) {
+            return;
+        }
+        let request = match read_request(&mut reader, &ctx.token) {
+            Ok(r) => r,
             Err(resp) => {
                 let _ = writer.write_all(&resp);
+                linger(&mut reader);
                 return;
             }
         };
-        let response = handle(
-            ctx,
-            request.path.as_str(),
-            request.auth.as_deref(),
-            &request.content_type,
-            &request.body,
-        );
+        let response = dispatch(ctx, &request);
         if writer.write_all(&response).is_err() || request.close {
             return;
         }
     }
 }
 
+/// Discards (without keeping) a little of what the client already sent after a rejection, so
+/// closing does not reset the connection before the client has read our answer.
+fn linger(reader: &mut BufReader<TcpStream>) {
+    let _ = reader.get_ref().shutdown(Shutdown::Write);
+    let deadline = Instant::now() + LINGER_TIME;
+    let mut buf = [0u8; 16 * 1024];
+    let mut discarded = 0;
+    while discarded < LINGER_BYTES {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || reader.get_ref().set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => discarded += n,
+        }
+    }
+}
+
 struct Request {
-    path: String,
-    auth: Option<String>,
-    content_type: String,
+    tool: bool,
     body: Vec<u8>,
     close: bool,
 }
 
-/// Reads one request. `Ok(None)`: the peer closed between requests. `Err(bytes)`: a response
-/// to send before closing (malformed, too large, too slow).
-fn read_request(reader: &mut BufReader<TcpStream>) -> std::result::Result<Option<Request>, Vec<u8>> {
-    let mut head = Vec::with_capacity(1024);
-    loop {
-        let buf = match reader.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) if head.is_empty() && is_timeout(&e) => return Ok(None),
-            Err(_) if head.is_empty() => return Ok(None),
-            Err(_) => return Err(plain(408, "request timed out")),
-        };
-        if buf.is_empty() {
-            return if head.is_empty() {
-                Ok(None)
-            } else {
-                Err(plain(400, "truncated request"))
-            };
-        }
-        let started = head.is_empty();
-        let start = head.len();
-        head.extend_from_slice(buf);
-        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4) {
-            reader.consume(end - start);
-            head.truncate(end);
-            break;
-        }
-        let n = buf.len();
-        reader.consume(n);
-        if started {
-            // A request has begun: from now on it must keep moving.
-            let _ = reader.get_ref().set_read_timeout(Some(READ_TIMEOUT));
-        }
-        if head.len() > MAX_HEAD_BYTES {
-            return Err(plain(431, "request head too large"));
-        }
-    }
+/// Reads the head (within `HEAD_DEADLINE`), checks it against `token`, then reads the body.
+/// `Err(bytes)`: a response to send before closing (malformed, unauthenticated, too large, too
+/// slow).
+fn read_request(reader: &mut BufReader<TcpStream>, token: &str) -> std::result::Result<Request, Vec<u8>> {
+    let head = read_head(reader)?;
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
     match req.parse(&head) {
@@ -251,7 +362,11 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::result::Result<Option
     if req.method != Some("POST") {
         return Err(plain(405, "only POST"));
     }
-    let path = req.path.unwrap_or("").to_string();
+    let path = req.path.unwrap_or("").split('?').next().unwrap_or("");
+    if path != TOOL_PATH && path != STORE_PATH {
+        return Err(plain(404, ""));
+    }
+    let tool = path == TOOL_PATH;
     let (mut auth, mut content_type, mut length, mut chunked, mut close) = (None, String::new(), None, false, false);
     for h in req.headers.iter() {
         let value = String::from_utf8_lossy(h.value).trim().to_string();
@@ -271,6 +386,16 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::result::Result<Option
     if req.version == Some(0) {
         close = true;
     }
+    if !authorized(auth.as_deref(), token) {
+        return Err(connect_error(&Error::new(ErrorKind::Auth, "Unauthorized"), 401, true));
+    }
+    if !content_type.starts_with("application/json") {
+        return Err(plain(415, ""));
+    }
+    if !chunked && length.unwrap_or(0) > MAX_BODY_BYTES {
+        return Err(plain(413, "request body too large"));
+    }
+    let _ = reader.get_ref().set_read_timeout(Some(READ_TIMEOUT));
     let body = if chunked {
         let mut decoder = chunked_transfer::Decoder::new(&mut *reader).take(MAX_BODY_BYTES as u64 + 1);
         let mut body = Vec::new();
@@ -279,11 +404,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::result::Result<Option
         }
         body
     } else {
-        let n = length.unwrap_or(0);
-        if n > MAX_BODY_BYTES {
-            return Err(plain(413, "request body too large"));
-        }
-        let mut body = vec![0u8; n];
+        let mut body = vec![0u8; length.unwrap_or(0)];
         if reader.read_exact(&mut body).is_err() {
             return Err(plain(400, "truncated body"));
         }
@@ -292,42 +413,72 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::result::Result<Option
     if body.len() > MAX_BODY_BYTES {
         return Err(plain(413, "request body too large"));
     }
-    Ok(Some(Request {
-        path,
-        auth,
-        content_type,
-        body,
-        close,
-    }))
+    Ok(Request { tool, body, close })
+}
+
+/// Reads a request head whose first byte is buffered already, within `HEAD_DEADLINE`; reads
+/// nothing past its blank line.
+fn read_head(reader: &mut BufReader<TcpStream>) -> std::result::Result<Vec<u8>, Vec<u8>> {
+    let deadline = Instant::now() + HEAD_DEADLINE;
+    let mut head = Vec::with_capacity(1024);
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if is_timeout(&e) => return Err(plain(408, "request head timed out")),
+            Err(_) => return Err(plain(400, "truncated request")),
+        };
+        if buf.is_empty() {
+            return Err(plain(400, "truncated request"));
+        }
+        let start = head.len();
+        head.extend_from_slice(buf);
+        // The blank line may straddle two reads: search from just before the new bytes.
+        let from = start.saturating_sub(3);
+        if let Some(end) = head[from..]
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map(|p| from + p + 4)
+        {
+            reader.consume(end - start);
+            head.truncate(end);
+            return Ok(head);
+        }
+        let n = buf.len();
+        reader.consume(n);
+        if head.len() > MAX_HEAD_BYTES {
+            return Err(plain(431, "request head too large"));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || reader.get_ref().set_read_timeout(Some(left)).is_err() {
+            return Err(plain(408, "request head timed out"));
+        }
+    }
 }
 
 fn is_timeout(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
 }
 
-/// Routes, authenticates and dispatches one request; returns the full response bytes.
-fn handle(ctx: &Ctx, path: &str, auth: Option<&str>, content_type: &str, body: &[u8]) -> Vec<u8> {
-    let path = path.split('?').next().unwrap_or("");
-    if path != TOOL_PATH && path != STORE_PATH {
-        return plain(404, "");
-    }
-    if !authorized(auth, &ctx.token) {
-        return connect_error(&Error::new(ErrorKind::Auth, "Unauthorized"), 401);
-    }
-    if !content_type.starts_with("application/json") {
-        return plain(415, "");
-    }
-    let request: Value = match serde_json::from_slice(body) {
+/// Dispatches one authenticated request; returns the full response bytes.
+fn dispatch(ctx: &Ctx, req: &Request) -> Vec<u8> {
+    let request: Value = match serde_json::from_slice(&req.body) {
         Ok(v @ Value::Object(_)) => v,
-        _ => return connect_error(&Error::invalid_argument("the request body must be a JSON object"), 400),
+        _ => {
+            return connect_error(
+                &Error::invalid_argument("the request body must be a JSON object"),
+                400,
+                false,
+            )
+        }
     };
-    let reply = if path == TOOL_PATH {
+    let reply = if req.tool {
         ctx.dispatch.call_tool(request)
     } else {
         ctx.dispatch.call_store(request)
     };
     match reply {
-        Ok(v) => json_response(200, &v),
+        Ok(v) => json_response(200, &v, false),
         Err(e) => {
             let status = match e.kind {
                 ErrorKind::InvalidArgument => 400,
@@ -336,7 +487,7 @@ fn handle(ctx: &Ctx, path: &str, auth: Option<&str>, content_type: &str, body: &
                 ErrorKind::Timeout => 504,
                 _ => 500,
             };
-            connect_error(&e, status)
+            connect_error(&e, status, false)
         }
     }
 }
@@ -365,16 +516,21 @@ fn connect_code(kind: ErrorKind) -> &'static str {
     }
 }
 
-fn connect_error(e: &Error, status: u16) -> Vec<u8> {
-    json_response(status, &json!({"code": connect_code(e.kind), "message": e.message}))
+fn connect_error(e: &Error, status: u16, close: bool) -> Vec<u8> {
+    json_response(
+        status,
+        &json!({"code": connect_code(e.kind), "message": e.message}),
+        close,
+    )
 }
 
-fn json_response(status: u16, body: &Value) -> Vec<u8> {
+fn json_response(status: u16, body: &Value, close: bool) -> Vec<u8> {
     let body = body.to_string();
     let mut out = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n",
+        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: {}\r\n\r\n",
         reason(status),
-        body.len()
+        body.len(),
+        if close { "close" } else { "keep-alive" }
     )
     .into_bytes();
     out.extend_from_slice(body.as_bytes());
@@ -423,6 +579,7 @@ mod tests {
             self.0.fetch_add(1, Ordering::SeqCst);
             Err(Error::internal("disk on fire"))
         }
+        fn cancel(&self) {}
     }
 
     fn raw(server: &CallbackServer, bytes: &[u8]) -> String {

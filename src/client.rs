@@ -191,6 +191,8 @@ impl Inner {
         if let Some(server) = server {
             server.stop();
         }
+        // Every tool's and the store's user data is released by now, whatever agents live on.
+        self.registry.close();
     }
 }
 
@@ -399,8 +401,8 @@ impl Client {
             .iter()
             .map(|(k, v)| (OsString::from(k), OsString::from(v)))
             .collect();
-        args.extend(local_store_args(o, self.inner.registry.store.is_some(), false)?);
-        if self.inner.registry.store.is_some() {
+        args.extend(local_store_args(o, self.inner.registry.has_store(), false)?);
+        if self.inner.registry.has_store() {
             // The store endpoint can only be given at launch; the environment keeps the token out
             // of the process list (argv is world-readable, /proc/<pid>/environ is not).
             let server = self.callback_server()?;

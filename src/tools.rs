@@ -6,12 +6,13 @@
 //! after the per-call timeout. Results that are not JSON objects are wrapped; handler errors
 //! become error results the model sees (the run goes on).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, RwLock};
 use serde_json::{json, Map, Value};
 
 use crate::callback::{Dispatch, Reply};
@@ -71,7 +72,8 @@ impl ToolCompletion {
 
 /// A tool's behaviour. Called on a callback-server thread; calls for different tool calls may
 /// run concurrently. Answer through `done` now or later. The handler is dropped once the tool
-/// is unregistered and no call of it is running, i.e. when it can no longer be called.
+/// is unregistered and no call of it is running, i.e. when it can no longer be called, and at
+/// the latest before `Client::shutdown` returns (which waits for calls in progress).
 pub trait ToolHandler: Send + Sync {
     fn call(&self, call: ToolCall, done: ToolCompletion);
 }
@@ -156,11 +158,58 @@ pub trait Store: Send + Sync {
 }
 
 /// Tools (client-wide and per agent) and the store, dispatched by the callback server.
+///
+/// Every dispatch holds a clone of its handler only while it is counted in `calls.active`, so
+/// once `close` has seen that count reach zero and emptied the maps, the handlers (and the
+/// user data behind them) are dropped on the closing thread.
 pub(crate) struct Registry {
     client_tools: RwLock<HashMap<String, Tool>>,
     agent_tools: RwLock<HashMap<String, HashMap<String, Tool>>>,
-    pub(crate) store: Option<Arc<dyn Store>>,
+    store: RwLock<Option<Arc<dyn Store>>>,
     timeout: Duration,
+    calls: Mutex<Calls>,
+    /// Signalled whenever `calls.active` drops.
+    idle: Condvar,
+}
+
+/// Dispatch bookkeeping for `close`.
+#[derive(Default)]
+struct Calls {
+    closed: bool,
+    active: usize,
+    /// Tool calls waiting for their completion, and whether their handler is still running:
+    /// `cancel` answers those whose handler has returned.
+    pending: HashMap<u64, (ToolCompletion, bool)>,
+    next_id: u64,
+}
+
+thread_local! {
+    /// Registries (by address) this thread is dispatching for: `close` from inside a callback
+    /// must not wait for that callback.
+    static DISPATCHING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Counts one dispatch as active until dropped; declare it before anything holding a handler.
+struct Active<'a>(&'a Registry);
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        let me = self.0 as *const Registry as usize;
+        DISPATCHING.with(|d| {
+            let mut d = d.borrow_mut();
+            if let Some(i) = d.iter().rposition(|&r| r == me) {
+                d.swap_remove(i);
+            }
+        });
+        self.0.calls.lock().active -= 1;
+        self.0.idle.notify_all();
+    }
+}
+
+const CLOSED_BEFORE_ANSWER: &str = "the client was closed before the tool answered";
+
+fn closed_error() -> Error {
+    Error::new(ErrorKind::Unavailable, "the client was closed")
 }
 
 impl Registry {
@@ -168,15 +217,23 @@ impl Registry {
         Registry {
             client_tools: RwLock::new(HashMap::new()),
             agent_tools: RwLock::new(HashMap::new()),
-            store,
+            store: RwLock::new(store),
             timeout,
+            calls: Mutex::new(Calls::default()),
+            idle: Condvar::new(),
         }
     }
 
     pub(crate) fn add_client_tool(&self, tool: Tool) -> Result<()> {
         validate_name(&tool.name)?;
         tool.definition()?;
+        let calls = self.calls.lock();
+        if calls.closed {
+            return Err(Error::usage("the client was shut down"));
+        }
+        // Under `calls` so a concurrent `close` cannot miss the new tool.
         self.client_tools.write().insert(tool.name.clone(), tool);
+        drop(calls);
         Ok(())
     }
 
@@ -184,9 +241,13 @@ impl Registry {
         self.client_tools.write().remove(name);
     }
 
+    /// After `close` the tools are dropped at once: nothing can call them any more.
     pub(crate) fn add_agent_tools(&self, agent_id: &str, tools: Vec<Tool>) {
         let map = tools.into_iter().map(|t| (t.name.clone(), t)).collect();
-        self.agent_tools.write().insert(agent_id.to_string(), map);
+        let calls = self.calls.lock();
+        if !calls.closed {
+            self.agent_tools.write().insert(agent_id.to_string(), map);
+        }
     }
 
     pub(crate) fn remove_agent_tools(&self, agent_id: &str) {
@@ -201,9 +262,64 @@ impl Registry {
         !self.client_tools.read().is_empty() || !self.agent_tools.read().is_empty()
     }
 
+    /// Whether the client was created with a custom store (false once closed).
+    pub(crate) fn has_store(&self) -> bool {
+        self.store.read().is_some()
+    }
+
     fn find(&self, agent_id: &str, name: &str) -> Option<Tool> {
         let per_agent = self.agent_tools.read().get(agent_id).and_then(|m| m.get(name).cloned());
         per_agent.or_else(|| self.client_tools.read().get(name).cloned())
+    }
+
+    /// Counts a dispatch as active, or refuses it once the registry is closed.
+    fn enter(&self) -> Result<Active<'_>> {
+        let mut calls = self.calls.lock();
+        if calls.closed {
+            return Err(closed_error());
+        }
+        calls.active += 1;
+        DISPATCHING.with(|d| d.borrow_mut().push(self as *const Registry as usize));
+        Ok(Active(self))
+    }
+
+    /// Closes the registry for good: new dispatches are answered with an error, tool calls
+    /// waiting for a (late) completion are answered with an error at once, then it waits for
+    /// every callback in progress (user code: no timeout) and drops every handler, so each
+    /// tool's and the store's `user_data_free` has run exactly once when it returns.
+    /// Idempotent. Called from inside a callback of this registry it does not wait for that
+    /// callback: the handler it runs is released when it returns.
+    pub(crate) fn close(&self) {
+        let me = self as *const Registry as usize;
+        let own = DISPATCHING.with(|d| d.borrow().iter().filter(|&&r| r == me).count());
+        self.cancel_waits();
+        let mut calls = self.calls.lock();
+        while calls.active > own {
+            self.idle.wait(&mut calls);
+        }
+        drop(calls);
+        let tools = std::mem::take(&mut *self.client_tools.write());
+        let agents = std::mem::take(&mut *self.agent_tools.write());
+        let store = self.store.write().take();
+        drop((tools, agents, store));
+    }
+
+    /// Refuses new dispatches and answers every tool call waiting for a completion with an
+    /// error, so no dispatch waits for anything but user code already running.
+    fn cancel_waits(&self) {
+        let waiting: Vec<ToolCompletion> = {
+            let mut calls = self.calls.lock();
+            calls.closed = true;
+            calls
+                .pending
+                .values()
+                .filter(|(_, in_handler)| !in_handler)
+                .map(|(done, _)| done.clone())
+                .collect()
+        };
+        for done in waiting {
+            let _ = done.complete(Err(CLOSED_BEFORE_ANSWER.into()));
+        }
     }
 }
 
@@ -236,6 +352,7 @@ fn error_result(message: &str) -> Value {
 
 impl Dispatch for Registry {
     fn call_tool(&self, request: Value) -> Reply {
+        let _active = self.enter()?;
         let name = str_field(&request, "toolName", "tool_name").unwrap_or("").to_string();
         let agent_id = str_field(&request, "agentId", "agent_id").unwrap_or("").to_string();
         let Some(tool) = self.find(&agent_id, &name) else {
@@ -250,10 +367,28 @@ impl Dispatch for Registry {
             agent_id,
         };
         let (done, rx) = ToolCompletion::new();
-        let handler = tool.handler.clone();
+        let id = {
+            let mut calls = self.calls.lock();
+            if calls.closed {
+                return Err(closed_error());
+            }
+            calls.next_id += 1;
+            let id = calls.next_id;
+            calls.pending.insert(id, (done.clone(), true));
+            id
+        };
         let guard = done.clone();
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.call(call, done))).is_err() {
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.handler.call(call, done))).is_err() {
             let _ = guard.complete(Err(format!("the {name} tool handler panicked")));
+        }
+        {
+            let mut calls = self.calls.lock();
+            if calls.closed {
+                // `cancel` left this call alone while its handler ran: answer it now.
+                let _ = guard.complete(Err(CLOSED_BEFORE_ANSWER.into()));
+            } else if let Some(p) = calls.pending.get_mut(&id) {
+                p.1 = false;
+            }
         }
         let outcome = match rx.recv_timeout(self.timeout) {
             Ok(o) => o,
@@ -267,6 +402,7 @@ impl Dispatch for Registry {
             }
             Err(RecvTimeoutError::Disconnected) => Err(format!("the {name} tool dropped its call without answering")),
         };
+        self.calls.lock().pending.remove(&id);
         let result = match outcome {
             Ok(v) => wrap_result(v),
             Err(message) => error_result(&message),
@@ -275,7 +411,8 @@ impl Dispatch for Registry {
     }
 
     fn call_store(&self, request: Value) -> Reply {
-        let Some(store) = &self.store else {
+        let _active = self.enter()?;
+        let Some(store) = self.store.read().clone() else {
             return Err(Error::new(
                 ErrorKind::Unsupported,
                 "no custom store is configured on this client",
@@ -291,6 +428,10 @@ impl Dispatch for Registry {
             Ok(None) => Ok(json!({})),
             Err(message) => Err(Error::internal(message)),
         }
+    }
+
+    fn cancel(&self) {
+        self.cancel_waits();
     }
 }
 
@@ -395,5 +536,123 @@ mod tests {
         assert_eq!(r["result"]["content"][0]["text"], "client");
         drop(reg);
         assert_eq!(released.load(Ordering::SeqCst), 1);
+    }
+
+    /// Counts drops of a handler and runs `f` for each call.
+    struct Probe<F>(Arc<AtomicUsize>, F);
+    impl<F: Fn(ToolCompletion) + Send + Sync> ToolHandler for Probe<F> {
+        fn call(&self, _c: ToolCall, done: ToolCompletion) {
+            (self.1)(done)
+        }
+    }
+    impl<F> Drop for Probe<F> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn close_waits_for_user_code_cancels_pending_calls_and_drops_handlers_once() {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let reg = Arc::new(Registry::new(None, DEFAULT_TOOL_TIMEOUT));
+        let (entered_tx, entered) = std::sync::mpsc::channel::<()>();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (entered_tx, released) = (Mutex::new(entered_tx), Mutex::new(released));
+        reg.add_client_tool(Tool::with_handler(
+            "busy",
+            "",
+            Value::Null,
+            Arc::new(Probe(dropped.clone(), move |done: ToolCompletion| {
+                entered_tx.lock().send(()).unwrap();
+                released.lock().recv().unwrap();
+                done.complete(Ok(json!("finished"))).unwrap();
+            })),
+        ))
+        .unwrap();
+        let kept = Arc::new(Mutex::new(None));
+        let kept2 = kept.clone();
+        reg.add_agent_tools(
+            "a",
+            vec![Tool::with_handler(
+                "later",
+                "",
+                Value::Null,
+                Arc::new(Probe(dropped.clone(), move |done: ToolCompletion| {
+                    *kept2.lock() = Some(done)
+                })),
+            )],
+        );
+        let call = |name: &'static str| {
+            let reg = reg.clone();
+            std::thread::spawn(move || reg.call_tool(json!({"toolName": name, "agentId": "a"})))
+        };
+        let busy = call("busy");
+        let later = call("later");
+        entered.recv().unwrap();
+        while kept.lock().is_none() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let reg2 = reg.clone();
+        let closer = std::thread::spawn(move || reg2.close());
+        // The pending call is answered at once; the one inside user code holds `close`.
+        let r = later.join().unwrap().unwrap();
+        assert!(
+            r["result"]["content"][0]["text"].as_str().unwrap().contains("closed"),
+            "{r}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!closer.is_finished(), "close returned while a callback was running");
+        assert_eq!(dropped.load(Ordering::SeqCst), 0);
+        release.send(()).unwrap();
+        closer.join().unwrap();
+        assert_eq!(dropped.load(Ordering::SeqCst), 2, "every handler dropped by close");
+        let r = busy.join().unwrap().unwrap();
+        assert_eq!(r["result"]["content"][0]["text"], "finished");
+        // The late completion is a usage error, and nothing runs any more.
+        let late = kept.lock().take().unwrap();
+        assert_eq!(late.complete(Ok(json!(1))).unwrap_err().kind, ErrorKind::Usage);
+        let refused = reg.call_tool(json!({"toolName": "busy", "agentId": "a"})).unwrap_err();
+        assert_eq!(refused.kind, ErrorKind::Unavailable);
+        assert_eq!(reg.call_store(json!({})).unwrap_err().kind, ErrorKind::Unavailable);
+        let again = Tool::with_handler(
+            "x",
+            "",
+            Value::Null,
+            Arc::new(Probe(dropped.clone(), |_: ToolCompletion| {})),
+        );
+        assert_eq!(reg.add_client_tool(again).unwrap_err().kind, ErrorKind::Usage);
+        assert_eq!(dropped.load(Ordering::SeqCst), 3, "a refused tool is dropped at once");
+        reg.close();
+        assert_eq!(dropped.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn close_from_inside_a_callback_does_not_wait_for_it() {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let reg = Arc::new(Registry::new(None, DEFAULT_TOOL_TIMEOUT));
+        let inner = Arc::downgrade(&reg);
+        let d2 = dropped.clone();
+        reg.add_client_tool(Tool::with_handler(
+            "closer",
+            "",
+            Value::Null,
+            Arc::new(Probe(dropped.clone(), move |done: ToolCompletion| {
+                inner.upgrade().unwrap().close();
+                // Its own handler lives until this call returns.
+                assert_eq!(d2.load(Ordering::SeqCst), 0);
+                done.complete(Ok(json!("closed myself"))).unwrap();
+            })),
+        ))
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reg2 = reg.clone();
+        std::thread::spawn(move || tx.send(reg2.call_tool(json!({"toolName": "closer", "agentId": "a"}))));
+        let r = rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("close deadlocked")
+            .unwrap();
+        assert_eq!(r["result"]["content"][0]["text"], "closed myself");
+        assert_eq!(dropped.load(Ordering::SeqCst), 1, "released when the callback returned");
     }
 }

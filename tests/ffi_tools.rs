@@ -373,3 +373,137 @@ fn c_store_carries_agents_on_the_real_bridge() {
         assert_eq!(state.freed.load(Ordering::SeqCst), 1);
     }
 }
+
+/// Counts calls in progress; `free_slow` records whether one was running when it ran.
+#[derive(Default)]
+struct SlowState {
+    running: AtomicUsize,
+    freed: AtomicUsize,
+    freed_while_running: AtomicUsize,
+}
+
+unsafe extern "C" fn on_slow_tool(user_data: *mut c_void, call: *mut cursor_tool_call) {
+    let state = &*(user_data as *const SlowState);
+    state.running.fetch_add(1, Ordering::SeqCst);
+    // Longer than the old callback server's 2 s grace at stop.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    cursor_tool_call_complete(call, cs("\"slow\"").as_ptr(), ptr::null_mut());
+    cursor_tool_call_free(call);
+    state.running.fetch_sub(1, Ordering::SeqCst);
+}
+
+unsafe extern "C" fn free_slow(user_data: *mut c_void) {
+    let state = &*(user_data as *const SlowState);
+    if state.running.load(Ordering::SeqCst) > 0 {
+        state.freed_while_running.fetch_add(1, Ordering::SeqCst);
+    }
+    state.freed.fetch_add(1, Ordering::SeqCst);
+}
+
+unsafe fn send_tool_run(c: *mut cursor_client) -> (*mut cursor_agent, *mut cursor_run) {
+    let mut agent = ptr::null_mut();
+    assert_eq!(
+        cursor_agent_create(c, cs(r#"{"model":"composer-2"}"#).as_ptr(), &mut agent, ptr::null_mut()),
+        cursor_status::CURSOR_OK
+    );
+    let mut run = ptr::null_mut();
+    let msg = cs("scenario:tool:ctool");
+    assert_eq!(
+        cursor_agent_send(agent, msg.as_ptr(), ptr::null(), &mut run, ptr::null_mut()),
+        cursor_status::CURSOR_OK
+    );
+    (agent, run)
+}
+
+#[test]
+fn client_free_waits_for_a_running_tool_and_frees_user_data_while_agents_live() {
+    let sb = Sandbox::new();
+    unsafe {
+        let c = client_for(&sb);
+        let state = SlowState::default();
+        assert_eq!(
+            cursor_client_add_tool(
+                c,
+                cs("ctool").as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(on_slow_tool),
+                &state as *const SlowState as *mut c_void,
+                Some(free_slow),
+                ptr::null_mut(),
+            ),
+            cursor_status::CURSOR_OK
+        );
+        let (agent, run) = send_tool_run(c);
+        assert!(
+            common::eventually(std::time::Duration::from_secs(10), || state
+                .running
+                .load(Ordering::SeqCst)
+                == 1),
+            "the tool was never called"
+        );
+        cursor_client_free(c);
+        assert_eq!(
+            state.running.load(Ordering::SeqCst),
+            0,
+            "a tool callback outlived cursor_client_free"
+        );
+        assert_eq!(
+            state.freed.load(Ordering::SeqCst),
+            1,
+            "user_data_free did not run at client free"
+        );
+        assert_eq!(state.freed_while_running.load(Ordering::SeqCst), 0);
+        // The agent and run outlive the client: freeing them later releases nothing twice.
+        cursor_run_free(run);
+        cursor_agent_free(agent);
+        assert_eq!(state.freed.load(Ordering::SeqCst), 1);
+    }
+}
+
+#[test]
+fn client_free_answers_a_pending_tool_call_and_a_late_answer_is_a_usage_error() {
+    let sb = Sandbox::new();
+    unsafe {
+        let c = client_for(&sb);
+        let state = State::new(true);
+        assert_eq!(
+            cursor_client_add_tool(
+                c,
+                cs("ctool").as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(on_tool),
+                &state as *const State as *mut c_void,
+                Some(free_state),
+                ptr::null_mut(),
+            ),
+            cursor_status::CURSOR_OK
+        );
+        let (agent, run) = send_tool_run(c);
+        assert!(
+            common::eventually(std::time::Duration::from_secs(10), || !state
+                .pending
+                .lock()
+                .unwrap()
+                .is_empty()),
+            "the tool was never called"
+        );
+        let t0 = std::time::Instant::now();
+        cursor_client_free(c);
+        // Bounded by the bridge's stop, not by the 300 s tool timeout.
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "{:?}", t0.elapsed());
+        assert_eq!(state.freed.load(Ordering::SeqCst), 1);
+        let call = state.pending.lock().unwrap().pop().unwrap() as *mut cursor_tool_call;
+        let mut err = ptr::null_mut();
+        assert_eq!(
+            cursor_tool_call_complete(call, cs("1").as_ptr(), &mut err),
+            cursor_status::CURSOR_E_USAGE
+        );
+        cursor_error_free(err);
+        cursor_tool_call_free(call);
+        cursor_run_free(run);
+        cursor_agent_free(agent);
+        assert_eq!(state.freed.load(Ordering::SeqCst), 1);
+    }
+}

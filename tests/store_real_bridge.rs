@@ -250,3 +250,66 @@ fn built_in_stores_are_selected_by_option() {
         .create_agent_json(Some(r#"{"model":"composer-2"}"#))
         .unwrap();
 }
+
+/// A store that counts the calls inside it and its own drop, and can hold a call.
+struct HeldStore {
+    inner: MemoryStore,
+    hold: Arc<std::sync::atomic::AtomicBool>,
+    running: Arc<std::sync::atomic::AtomicUsize>,
+    dropped: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Store for HeldStore {
+    fn call(&self, substore: &str, method: &str, input: Value) -> Result<Option<Value>, String> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.running.fetch_add(1, SeqCst);
+        if self.hold.load(SeqCst) {
+            // Longer than the old server's 2 s grace at stop.
+            std::thread::sleep(Duration::from_millis(2500));
+        }
+        let out = self.inner.call(substore, method, input);
+        self.running.fetch_sub(1, SeqCst);
+        out
+    }
+}
+
+impl Drop for HeldStore {
+    fn drop(&mut self) {
+        self.dropped.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn shutdown_waits_for_a_store_call_and_releases_the_store_while_an_agent_lives() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+    let sb = Sandbox::new();
+    let (hold, running, dropped) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let store = HeldStore {
+        inner: MemoryStore::default(),
+        hold: hold.clone(),
+        running: running.clone(),
+        dropped: dropped.clone(),
+    };
+    let client = Client::with_store(sb.options(), Arc::new(store)).unwrap();
+    let agent = client.create_agent_json(Some(r#"{"model":"composer-2"}"#)).unwrap();
+    hold.store(true, SeqCst);
+    let c2 = client.clone();
+    let caller = std::thread::spawn(move || c2.list_agents(Default::default()).map(|_| ()));
+    assert!(
+        common::eventually(Duration::from_secs(10), || running.load(SeqCst) == 1),
+        "the store call never started"
+    );
+    client.shutdown();
+    assert_eq!(running.load(SeqCst), 0, "a store call was still running after shutdown");
+    assert_eq!(dropped.load(SeqCst), 1, "the store was not released by shutdown");
+    let _ = caller.join().unwrap();
+    // The agent (holding a clone of the client) outlives it and only gets errors now.
+    assert!(agent.info().is_err());
+    drop(agent);
+    drop(client);
+    assert_eq!(dropped.load(SeqCst), 1, "released exactly once");
+}

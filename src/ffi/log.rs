@@ -3,6 +3,7 @@
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
+use super::tools::{cursor_free_fn, UserData};
 use super::{c_string, quiet};
 use crate::log::{self, Level};
 
@@ -22,18 +23,28 @@ pub enum cursor_log_level {
 pub type cursor_log_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, level: cursor_log_level, message: *const c_char)>;
 
-struct UserData(*mut c_void);
-// SAFETY: the caller hands `user_data` to library threads by installing the callback.
-unsafe impl Send for UserData {}
-unsafe impl Sync for UserData {}
-
 /// Installs the process-wide log callback for lines at `level` (a `cursor_log_level`) or more
-/// severe (`fn` NULL removes it). The library prints nothing to stdout or stderr by default; without a callback,
+/// severe; `fn` NULL removes it (then `user_data` and `user_data_free` are ignored). The
+/// library prints nothing to stdout or stderr by default; without a callback,
 /// `CURSOR_SDK_LOG=error|warn|info|debug` sends lines to stderr. Lines never contain the bridge
-/// token. `user_data` is passed to every call and must stay valid until the callback is replaced
-/// or removed. Thread-safe; calls already running may finish after this returns.
+/// token. `user_data` is passed to every call. Thread-safe.
+///
+/// When the callback is replaced or removed, this waits for the calls of the previous one in
+/// progress to return, then calls the previous `user_data_free` (may be NULL) exactly once: when
+/// it returns, no call of the previous callback runs and its user data is released. Called from
+/// inside the log callback it cannot wait for that call: it installs the new callback at once,
+/// and the previous `user_data_free` runs on the thread of the last call in progress as it
+/// returns. Do not hold a lock the callback takes while calling this.
+///
+/// # Safety
+/// `fn` and `user_data_free` must be safe to call from any thread with `user_data`.
 #[no_mangle]
-pub extern "C" fn cursor_set_log_callback(level: i32, r#fn: cursor_log_fn, user_data: *mut c_void) {
+pub unsafe extern "C" fn cursor_set_log_callback(
+    level: i32,
+    r#fn: cursor_log_fn,
+    user_data: *mut c_void,
+    user_data_free: cursor_free_fn,
+) {
     quiet((), || {
         let max = match level {
             1 => Level::Error,
@@ -45,7 +56,7 @@ pub extern "C" fn cursor_set_log_callback(level: i32, r#fn: cursor_log_fn, user_
             log::set_sink(max, None);
             return;
         };
-        let data = Arc::new(UserData(user_data));
+        let data = UserData::new(user_data, user_data_free);
         log::set_sink(
             max,
             Some(Arc::new(move |l: Level, m: &str| {
@@ -57,7 +68,7 @@ pub extern "C" fn cursor_set_log_callback(level: i32, r#fn: cursor_log_fn, user_
                 };
                 let line = c_string(m.to_string());
                 // SAFETY: the caller's callback, with the user data it gave us.
-                unsafe { callback(data.0, level, line.as_ptr()) };
+                unsafe { callback(data.ptr(), level, line.as_ptr()) };
             })),
         );
     })

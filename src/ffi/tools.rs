@@ -53,7 +53,7 @@ pub struct cursor_store_reply {
 
 /// A caller's `user_data` with its release function, run on drop unless the registration
 /// failed (then the pointer stays the caller's).
-struct UserData {
+pub(super) struct UserData {
     ptr: *mut c_void,
     free: cursor_free_fn,
     armed: AtomicBool,
@@ -63,12 +63,16 @@ unsafe impl Send for UserData {}
 unsafe impl Sync for UserData {}
 
 impl UserData {
-    fn new(ptr: *mut c_void, free: cursor_free_fn) -> UserData {
+    pub(super) fn new(ptr: *mut c_void, free: cursor_free_fn) -> UserData {
         UserData {
             ptr,
             free,
             armed: AtomicBool::new(true),
         }
+    }
+
+    pub(super) fn ptr(&self) -> *mut c_void {
+        self.ptr
     }
 
     fn disarm(&self) {
@@ -109,10 +113,15 @@ impl ToolHandler for CTool {
 /// `mcp` tool group, then fails with `CURSOR_E_INVALID_ARGUMENT` rather than losing the tool).
 /// `name`: 1-64 of `A-Z a-z 0-9 _ -`. `input_schema_json`: a JSON Schema object (NULL means
 /// `{"type":"object"}`). `fn` is called for each call (see `cursor_tool_fn`). `user_data_free`
-/// (may be NULL) runs exactly once, when the tool can no longer be called: after
-/// `cursor_client_free`, or after a replacing registration, once no call of it is running. On
-/// failure nothing is registered and `user_data_free` is not called. A tool of the same name
-/// is replaced.
+/// (may be NULL) runs exactly once, when the tool can no longer be called: after a replacing
+/// registration once no call of it is running, and at the latest before `cursor_client_free`
+/// returns, whatever agent or run handles are still alive (`cursor_client_free` waits for
+/// tool calls in progress to return, answers calls still waiting for a late answer with an
+/// error — completing them afterwards is `CURSOR_E_USAGE` — and then releases every tool).
+/// Called from inside a tool or store callback, `cursor_client_free` does not wait for that
+/// callback: its own `user_data_free` runs as it returns. On failure nothing is registered and
+/// `user_data_free` is not called. A tool of the same name is replaced. After
+/// `cursor_client_free` has begun, registering fails with `CURSOR_E_USAGE`.
 ///
 /// # Safety
 /// Strings must be NUL-terminated (or NULL where allowed); `fn` and `user_data_free` must be
@@ -153,24 +162,33 @@ pub unsafe extern "C" fn cursor_client_add_tool(
 }
 
 /// The tool's name. Borrowed until `cursor_tool_call_free`.
+///
+/// # Safety
+/// `call`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_tool_call_name(call: *const cursor_tool_call) -> *const c_char {
+pub unsafe extern "C" fn cursor_tool_call_name(call: *const cursor_tool_call) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(call, "call").map_or(std::ptr::null(), |c| c.name.as_ptr())
     })
 }
 
 /// The arguments as JSON text (an object; numbers are doubles). Borrowed until free.
+///
+/// # Safety
+/// `call`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_tool_call_args_json(call: *const cursor_tool_call) -> *const c_char {
+pub unsafe extern "C" fn cursor_tool_call_args_json(call: *const cursor_tool_call) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(call, "call").map_or(std::ptr::null(), |c| c.args.as_ptr())
     })
 }
 
 /// The tool-call id (to match stream events), or NULL. Borrowed until free.
+///
+/// # Safety
+/// `call`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_tool_call_id(call: *const cursor_tool_call) -> *const c_char {
+pub unsafe extern "C" fn cursor_tool_call_id(call: *const cursor_tool_call) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(call, "call")
             .ok()
@@ -180,8 +198,11 @@ pub extern "C" fn cursor_tool_call_id(call: *const cursor_tool_call) -> *const c
 }
 
 /// The id of the agent whose run called the tool. Borrowed until free.
+///
+/// # Safety
+/// `call`: NULL or as documented above (handles live and from this library; out-pointers valid).
 #[no_mangle]
-pub extern "C" fn cursor_tool_call_agent_id(call: *const cursor_tool_call) -> *const c_char {
+pub unsafe extern "C" fn cursor_tool_call_agent_id(call: *const cursor_tool_call) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(call, "call").map_or(std::ptr::null(), |c| c.agent_id.as_ptr())
     })
@@ -269,9 +290,11 @@ impl Store for CStore {
 /// Creates a client (like `cursor_client_new`) whose bridge keeps all local agent state in your
 /// store: it is launched with a custom local store, and every store operation calls `fn`
 /// (see `cursor_store_fn`; return bare records, e.g. the agent object for agents.get, and NULL
-/// for a miss). `user_data_free` (may be NULL) runs exactly once after the last call, at
-/// `cursor_client_free` at the latest; on failure here it is not called. Attach mode
-/// (`bridgeUrl`) cannot take a store.
+/// for a miss). `user_data_free` (may be NULL) runs exactly once after the last call, before
+/// `cursor_client_free` returns, whatever agent or run handles are still alive
+/// (`cursor_client_free` waits for store calls in progress to return; as for tools, from
+/// inside a callback it does not wait for that callback); on failure here it is not called.
+/// Attach mode (`bridgeUrl`) cannot take a store.
 ///
 /// # Safety
 /// As for `cursor_client_new`; `fn`/`user_data_free` must be safe from other threads.

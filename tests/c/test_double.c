@@ -587,7 +587,7 @@ TEST(misuse_null_everywhere) {
     cursor_run_free(NULL);
     cursor_event_free(NULL);
     cursor_client_shutdown(NULL);
-    cursor_set_log_callback(CURSOR_LOG_DEBUG, NULL, NULL);
+    cursor_set_log_callback(CURSOR_LOG_DEBUG, NULL, NULL, NULL);
 
     /* client */
     MISUSE("out", cursor_client_new(NULL, NULL, ERRP), cursor_client_new("{}", NULL, NULL));
@@ -1275,7 +1275,7 @@ static log_capture LOGS = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}};
 
 TEST(log_callback_no_token) {
     log_capture_clear(&LOGS);
-    cursor_set_log_callback(CURSOR_LOG_DEBUG, log_capture_fn, &LOGS);
+    cursor_set_log_callback(CURSOR_LOG_DEBUG, log_capture_fn, &LOGS, NULL);
     fixture f;
     CHECK(fx_open(&f, double_bin(), "\"verbose\":true"));
     cursor_run *r = NULL;
@@ -1285,7 +1285,7 @@ TEST(log_callback_no_token) {
     char token[128] = "";
     bool have_token = h_read_token(f.tmp, token, sizeof token); /* while the bridge runs */
     fx_close(&f);
-    cursor_set_log_callback(CURSOR_LOG_DEBUG, NULL, NULL);
+    cursor_set_log_callback(CURSOR_LOG_DEBUG, NULL, NULL, NULL);
     pthread_mutex_lock(&LOGS.lock);
     int n = LOGS.n, bad = LOGS.bad_level, leaks = 0, shaped = 0;
     for (int i = 0; i < n; i++) {

@@ -257,7 +257,7 @@ static log_capture LOGS = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}};
 
 TEST(real_log_callback_no_token) {
     log_capture_clear(&LOGS);
-    cursor_set_log_callback(CURSOR_LOG_DEBUG, log_capture_fn, &LOGS);
+    cursor_set_log_callback(CURSOR_LOG_DEBUG, log_capture_fn, &LOGS, NULL);
     fixture f;
     CHECK(fx_open(&f, real_bin(), "\"verbose\":true"));
     cursor_run *r = NULL;
@@ -269,7 +269,7 @@ TEST(real_log_callback_no_token) {
     char token[128] = "";
     bool have_token = h_read_token(f.tmp, token, sizeof token);
     fx_close(&f);
-    cursor_set_log_callback(CURSOR_LOG_DEBUG, NULL, NULL);
+    cursor_set_log_callback(CURSOR_LOG_DEBUG, NULL, NULL, NULL);
     pthread_mutex_lock(&LOGS.lock);
     int n = LOGS.n, leaks = 0, shaped = 0;
     for (int i = 0; i < n; i++) {

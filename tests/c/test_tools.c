@@ -184,6 +184,59 @@ TEST(fifty_concurrent_tool_calls) {
     h_tmp_free(t);
 }
 
+/* ---- lifetimes at cursor_client_free (an agent and a run still alive) ---- */
+
+typedef struct {
+    atomic_int running;
+    atomic_int freed;
+    atomic_int freed_while_running;
+} life_state;
+
+static void on_slow_tool(void *user_data, cursor_tool_call *call) {
+    life_state *s = (life_state *)user_data;
+    atomic_fetch_add(&s->running, 1);
+    h_sleep_ms(2500); /* longer than the old server's 2 s grace at stop */
+    cursor_tool_call_complete(call, "\"slow\"", NULL);
+    cursor_tool_call_free(call);
+    atomic_fetch_sub(&s->running, 1);
+}
+
+static void free_life_state(void *user_data) {
+    life_state *s = (life_state *)user_data;
+    if (atomic_load(&s->running) > 0) atomic_fetch_add(&s->freed_while_running, 1);
+    atomic_fetch_add(&s->freed, 1);
+}
+
+static bool wait_for(atomic_int *v, int want, int ms) {
+    for (double t0 = h_now_ms(); atomic_load(v) != want; h_sleep_ms(1)) {
+        if (h_now_ms() - t0 > ms * h_scale()) return false;
+    }
+    return true;
+}
+
+TEST(client_free_waits_for_a_running_tool_and_frees_it_while_an_agent_lives) {
+    const char *dbl = h_env("CURSOR_SDK_TEST_DOUBLE");
+    CHECK(dbl);
+    h_env_t *t = h_tmp_new();
+    cursor_client *c = NULL;
+    life_state s = {0};
+    CHECK_OK(cursor_client_new(h_options(t, dbl, ""), &c, ERR));
+    CHECK_OK(cursor_client_add_tool(c, "ctool", NULL, NULL, on_slow_tool, &s, free_life_state, ERR));
+    cursor_agent *a = NULL;
+    CHECK_OK(cursor_agent_create(c, "{\"model\":\"composer-2\"}", &a, ERR));
+    cursor_run *r = NULL;
+    CHECK_OK(cursor_agent_send(a, "scenario:tool:ctool", NULL, &r, ERR));
+    CHECKF(wait_for(&s.running, 1, 10000), "the tool was never called");
+    cursor_client_free(c);
+    CHECK_INT(atomic_load(&s.running), 0);
+    CHECK_INT(atomic_load(&s.freed), 1);
+    CHECK_INT(atomic_load(&s.freed_while_running), 0);
+    cursor_run_free(r);
+    cursor_agent_free(a);
+    CHECK_INT(atomic_load(&s.freed), 1);
+    h_tmp_free(t);
+}
+
 /* ---- store (real bridge) ---- */
 
 #define MAX_AGENTS 16
@@ -355,6 +408,95 @@ TEST(custom_store_failure_is_a_clear_error) {
     h_tmp_free(t);
 }
 
+TEST(custom_store_is_released_at_client_free_while_an_agent_lives) {
+    const char *real = h_env("CURSOR_SDK_TEST_REAL_BRIDGE");
+    CHECK(real);
+    h_env_t *t = h_tmp_new();
+    store_state s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.lock, NULL);
+    cursor_client *c = NULL;
+    CHECK_OK(cursor_client_new_with_store(h_options(t, real, ""), on_store, &s, free_store_state, &c, ERR));
+    cursor_agent *a = NULL;
+    CHECK_OK(cursor_agent_create(c, "{\"model\":\"composer-2\"}", &a, ERR));
+    cursor_client_free(c);
+    CHECK_INT(atomic_load(&s.freed), 1);
+    cursor_agent_free(a);
+    CHECK_INT(atomic_load(&s.freed), 1);
+    pthread_mutex_destroy(&s.lock);
+    h_tmp_free(t);
+}
+
+/* ---- the log callback's user data ---- */
+
+typedef struct {
+    atomic_int calls;
+    atomic_int running;
+    atomic_int freed;
+    atomic_int freed_while_running;
+    bool remove_itself;
+} log_state;
+
+static void on_log(void *user_data, cursor_log_level level, const char *message) {
+    (void)level;
+    (void)message;
+    log_state *s = (log_state *)user_data;
+    atomic_fetch_add(&s->running, 1);
+    atomic_fetch_add(&s->calls, 1);
+    if (s->remove_itself) {
+        cursor_set_log_callback(CURSOR_LOG_DEBUG, NULL, NULL, NULL); /* must not deadlock */
+        if (atomic_load(&s->freed) != 0) h_fail(__FILE__, __LINE__, "freed during its own call");
+    } else {
+        h_sleep_ms(300);
+    }
+    atomic_fetch_sub(&s->running, 1);
+}
+
+static void free_log_state(void *user_data) {
+    log_state *s = (log_state *)user_data;
+    if (atomic_load(&s->running) > 0) atomic_fetch_add(&s->freed_while_running, 1);
+    atomic_fetch_add(&s->freed, 1);
+}
+
+static void *ping_client(void *arg) {
+    cursor_client_ping((cursor_client *)arg, NULL);
+    return NULL;
+}
+
+TEST(log_callback_replacement_waits_for_calls_and_frees_user_data_once) {
+    const char *dbl = h_env("CURSOR_SDK_TEST_DOUBLE");
+    CHECK(dbl);
+    h_env_t *t = h_tmp_new();
+    log_state s = {0};
+    cursor_set_log_callback(CURSOR_LOG_DEBUG, on_log, &s, free_log_state);
+    cursor_client *c = NULL;
+    /* verbose: the double's stderr line for each request arrives as a debug line */
+    CHECK_OK(cursor_client_new(h_options(t, dbl, "\"verbose\":true"), &c, ERR));
+    pthread_t th;
+    pthread_create(&th, NULL, ping_client, c);
+    CHECKF(wait_for(&s.running, 1, 10000), "no log line arrived");
+    cursor_set_log_callback(CURSOR_LOG_DEBUG, NULL, NULL, NULL);
+    CHECK_INT(atomic_load(&s.running), 0);
+    CHECK_INT(atomic_load(&s.freed), 1);
+    CHECK_INT(atomic_load(&s.freed_while_running), 0);
+    pthread_join(th, NULL);
+    int calls = atomic_load(&s.calls);
+    cursor_client_ping(c, NULL);
+    CHECK_INT(atomic_load(&s.calls), calls); /* removed: no more calls */
+
+    /* A callback removing itself: no deadlock; its user data is freed as its call returns. */
+    log_state self = {0};
+    self.remove_itself = true;
+    cursor_set_log_callback(CURSOR_LOG_DEBUG, on_log, &self, free_log_state);
+    CHECK_OK(cursor_client_ping(c, ERR));
+    CHECKF(wait_for(&self.freed, 1, 10000), "the self-removing callback was not freed");
+    CHECK_INT(atomic_load(&self.calls), 1);
+    CHECK_INT(atomic_load(&self.freed_while_running), 0);
+    cursor_client_free(c);
+    CHECK_INT(atomic_load(&s.freed), 1);
+    h_tmp_free(t);
+}
+
 static const h_test TESTS[] = {
     T(tool_answers_now),
     T(tool_answers_later_from_another_thread),
@@ -364,6 +506,9 @@ static const h_test TESTS[] = {
     T(fifty_concurrent_tool_calls),
     T(custom_store_carries_agents_on_the_real_bridge),
     T(custom_store_failure_is_a_clear_error),
+    T(client_free_waits_for_a_running_tool_and_frees_it_while_an_agent_lives),
+    T(custom_store_is_released_at_client_free_while_an_agent_lives),
+    T(log_callback_replacement_waits_for_calls_and_frees_user_data_once),
 };
 
 int main(int argc, char **argv) { return h_main(TESTS, H_COUNT(TESTS), argc, argv); }
