@@ -24,8 +24,6 @@ CACHE=${CURSOR_SDK_BRIDGE_CACHE:-$ROOT/.cache/bridge}
 REAL=$CACHE/cursor-sdk-1.1.0/bridge/bin/cursor-sdk-bridge
 # The oldest supported bridge: plain mode runs the real-bridge suite on it too.
 OLD=$CACHE/cursor-sdk-1.0.26/bridge/bin/cursor-sdk-bridge
-# 1 once compat::check_agent_options and "sdkVersion" are wired into the library (test_real.c).
-COMPAT_WIRED=${CURSOR_SDK_TEST_COMPAT_WIRED:-0}
 OUT=$ROOT/target/c/$MODE
 LIBDIR=$ROOT/target/c/lib
 
@@ -83,8 +81,7 @@ run() { # run <label> <command...>
     start=$(date +%s)
     (cd "$SCRATCH" && env HOME="$SCRATCH/home" \
         CURSOR_SDK_TEST_DOUBLE="$DOUBLE" CURSOR_SDK_TEST_REAL_BRIDGE="$REAL" \
-        CURSOR_SDK_BRIDGE_BIN="$DOUBLE" CURSOR_SDK_TEST_TIME_SCALE="$SCALE" \
-        CURSOR_SDK_TEST_COMPAT_WIRED="$COMPAT_WIRED" "$@") || die "$label failed (exit $?)"
+        CURSOR_SDK_BRIDGE_BIN="$DOUBLE" CURSOR_SDK_TEST_TIME_SCALE="$SCALE" "$@") || die "$label failed (exit $?)"
     echo "== c-test ($MODE): $label passed in $(($(date +%s) - start)) s"
 }
 

@@ -142,6 +142,10 @@ pub struct BridgeVersion {
     pub bridge_version: String,
     pub protocol_version: String,
     pub capabilities: Vec<String>,
+    /// The cursor-sdk release the launched bridge ships in (its `manifest.json`); `None` for an
+    /// attached bridge or one without a manifest. Every release says bridge version "1.0.0",
+    /// so this is what tells them apart.
+    pub sdk_version: Option<String>,
 }
 
 /// Where a bridge listens and the token it wants. `Debug` never shows the token.
@@ -587,17 +591,30 @@ impl Client {
 
     /// `GetVersion`: bridge version, protocol, capabilities.
     pub fn version(&self) -> Result<BridgeVersion> {
-        let r: proto::GetVersionResponse = self.unary(
+        let conn = self.connection()?;
+        let r: proto::GetVersionResponse = self.inner.link.unary(
+            &conn,
             CONTROL,
             "GetVersion",
             &proto::GetVersionRequest {},
             Idempotency::Idempotent,
+            CallOpts::default(),
         )?;
         Ok(BridgeVersion {
             bridge_version: r.bridge_version,
             protocol_version: r.protocol_version,
             capabilities: r.capabilities,
+            sdk_version: conn.bridge().and_then(|b| b.sdk_version()).map(str::to_string),
         })
+    }
+
+    /// Refuses options the running bridge release would drop silently (see `compat.rs`).
+    fn check_supported(&self, opts: &proto::AgentOptions) -> Result<()> {
+        let conn = self.connection()?;
+        match conn.bridge().and_then(|b| b.sdk_version()) {
+            Some(v) => crate::compat::check_agent_options(v, opts),
+            None => Ok(()),
+        }
     }
 
     // ---- catalog ----
@@ -654,6 +671,7 @@ impl Client {
     ) -> Result<Agent> {
         self.prepare_agent_options(&mut opts);
         self.declare_tools(&mut opts, &tools)?;
+        self.check_supported(&opts)?;
         let cwd = opts.local.as_ref().and_then(|l| l.cwd.first().cloned());
         let cloud = opts.cloud.is_some();
         let idempotency_key = match idempotency_key {
@@ -708,6 +726,7 @@ impl Client {
         }
         self.prepare_agent_options(&mut opts);
         self.declare_tools(&mut opts, &tools)?;
+        self.check_supported(&opts)?;
         let cwd = opts.local.as_ref().and_then(|l| l.cwd.first().cloned());
         let req = proto::ResumeAgentRequest {
             agent_id: agent_id.to_string(),

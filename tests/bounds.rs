@@ -116,7 +116,7 @@ fn cancel_returns_at_once_and_ends_the_stream_even_when_the_bridge_is_stopped() 
     let agent = c.create_agent(model()).unwrap();
     let run = agent.send_text("scenario:slow:50").unwrap();
     assert!(!run.id().is_empty());
-    let stop = Stopped::new(c.bridge_pid().unwrap());
+    let _stop = Stopped::new(c.bridge_pid().unwrap());
     within(Duration::from_millis(50), "cancel", || run.cancel());
     within(Duration::ZERO, "a second cancel", || run.cancel());
     // The bridge cannot take it: the run is ended here within the request timeout.

@@ -129,6 +129,7 @@ mod managed {
         ready: ReadyInfo,
         base_url: String,
         token: String,
+        sdk_version: Option<String>,
     }
 
     impl ManagedBridge {
@@ -145,13 +146,14 @@ mod managed {
                 })?,
             };
             let mut args: Vec<OsString> = vec!["--workspace".into(), workspace.into_os_string()];
+            // The release the bridge ships in (its manifest's `sdkVersion`): what it supports.
+            let sdk_version = locate::manifest_of(&launcher)
+                .ok()
+                .flatten()
+                .and_then(|m| m.sdk_version);
             if opts.verbose {
                 // Bridges before cursor-sdk 1.0.27 refuse to start with --verbose; they just
                 // do without its RPC log.
-                let sdk_version = locate::manifest_of(&launcher)
-                    .ok()
-                    .flatten()
-                    .and_then(|m| m.sdk_version);
                 if crate::compat::accepts_verbose_flag(sdk_version.as_deref()) {
                     args.push("--verbose".into());
                 } else {
@@ -212,6 +214,7 @@ mod managed {
                 process,
                 ready,
                 token,
+                sdk_version,
             });
             register(&inner);
             Ok(ManagedBridge { inner })
@@ -225,6 +228,11 @@ mod managed {
         /// The bearer token (trimmed content of `authTokenFile`).
         pub fn token(&self) -> &str {
             &self.inner.token
+        }
+
+        /// The cursor-sdk release the bridge ships in (`manifest.json` `sdkVersion`), if known.
+        pub fn sdk_version(&self) -> Option<&str> {
+            self.inner.sdk_version.as_deref()
         }
 
         pub fn ready(&self) -> &ReadyInfo {
@@ -394,6 +402,9 @@ mod unsupported {
             match self.never {}
         }
         pub fn token(&self) -> &str {
+            match self.never {}
+        }
+        pub fn sdk_version(&self) -> Option<&str> {
             match self.never {}
         }
         pub fn ready(&self) -> &ReadyInfo {

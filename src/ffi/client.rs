@@ -99,7 +99,10 @@ pub unsafe extern "C" fn cursor_client_ping(c: *mut cursor_client, err: *mut *mu
     })
 }
 
-/// The bridge's version as JSON: `{"bridgeVersion","protocolVersion","capabilities":[…]}`.
+/// The bridge's version as JSON: `{"bridgeVersion","protocolVersion","capabilities":[…],
+/// "sdkVersion"}`, where `sdkVersion` is the cursor-sdk release a launched bridge ships in
+/// (from its `manifest.json`; null when attached or unknown): every release reports bridge
+/// version "1.0.0", so this is what tells them apart.
 /// On success `*json_out` is an owned string for `cursor_string_free`. Blocks for one RPC (bounded by `requestTimeoutMs`); safe from any thread.
 ///
 /// # Safety
@@ -113,7 +116,8 @@ pub unsafe extern "C" fn cursor_client_version(
     call(err, || {
         out_ptr(json_out, "json_out")?;
         let v = handle(c, "client")?.client.version()?;
-        let text = json!({"bridgeVersion": v.bridge_version, "protocolVersion": v.protocol_version, "capabilities": v.capabilities});
+        let text = json!({"bridgeVersion": v.bridge_version, "protocolVersion": v.protocol_version,
+                          "capabilities": v.capabilities, "sdkVersion": v.sdk_version});
         write_string(json_out, text.to_string());
         Ok(cursor_status::CURSOR_OK)
     })

@@ -291,9 +291,7 @@ TEST(real_log_callback_no_token) {
 }
 
 /* Options the running bridge would silently drop are refused (src/compat.rs), and the version
- * JSON names the bridge's cursor-sdk release. Needs check_agent_options wired into agent
- * create/resume and "sdkVersion" in cursor_client_version: run only with
- * CURSOR_SDK_TEST_COMPAT_WIRED=1 until then. */
+ * JSON names the bridge's cursor-sdk release. */
 TEST(real_compat_refuses_dropped_options) {
     fixture f;
     CHECK(fx_open(&f, real_bin(), ""));
@@ -332,17 +330,10 @@ TEST(real_compat_refuses_dropped_options) {
     fx_close(&f);
 }
 
-/* The last entry runs only with CURSOR_SDK_TEST_COMPAT_WIRED=1 (see above). */
 static const h_test TESTS[] = {
     T(real_ping_version),     T(real_send_busy_cancel),      T(real_push_mode_cancel),
     T(real_offline_turn_fails), T(real_management_and_paging), T(real_log_callback_no_token),
     T(real_compat_refuses_dropped_options),
 };
 
-int main(int argc, char **argv) {
-    const char *wired = getenv("CURSOR_SDK_TEST_COMPAT_WIRED");
-    if (wired && strcmp(wired, "1") == 0) return h_main(TESTS, H_COUNT(TESTS), argc, argv);
-    printf("real_compat_refuses_dropped_options: not run (set CURSOR_SDK_TEST_COMPAT_WIRED=1 once "
-           "compat::check_agent_options is wired)\n");
-    return h_main(TESTS, H_COUNT(TESTS) - 1, argc, argv);
-}
+int main(int argc, char **argv) { return h_main(TESTS, H_COUNT(TESTS), argc, argv); }
