@@ -680,6 +680,13 @@ const char *CURSOR_NULLABLE cursor_error_help_url(const cursor_error *e);
 /// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *CURSOR_NULLABLE cursor_error_provider(const cursor_error *e);
 
+/// The run the error is about (`CURSOR_E_STALE_RUN`: the run that holds the agent, to pass to
+/// `cursor_client_cancel_run`), or NULL. Borrowed until `cursor_error_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
+const char *CURSOR_NULLABLE cursor_error_run_id(const cursor_error *e);
+
 /// The HTTP status of the response that carried the error (200 for errors inside a stream), or
 /// 0 when there was no response.
 ///

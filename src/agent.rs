@@ -42,8 +42,7 @@ impl Agent {
 
     /// Makes every send of this agent take it over from a stale run (see [`Agent::send_full`]).
     pub fn set_reclaim_stale_runs(&self, on: bool) {
-        self.reclaim_stale_runs
-            .store(on, std::sync::atomic::Ordering::Relaxed);
+        self.reclaim_stale_runs.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn id(&self) -> &str {

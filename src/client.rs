@@ -826,8 +826,7 @@ impl Client {
             || self.unary::<_, proto::DeleteAgentResponse>(AGENTS, "DeleteAgent", &req, Idempotency::NotIdempotent);
         match delete() {
             Err(e) if e.kind == ErrorKind::FailedPrecondition => {
-                let Some(run_id) = blocking_run(&e.message).filter(|r| !self.inner.link.is_live_run(r))
-                else {
+                let Some(run_id) = blocking_run(&e.message).filter(|r| !self.inner.link.is_live_run(r)) else {
                     return Err(e);
                 };
                 // The bridge only cancels runs in its registry; GetRun registers the queued one.

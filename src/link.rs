@@ -224,8 +224,7 @@ impl Link {
 
     /// A failed call's error, or `BridgeExited` if the failure was the bridge dying.
     pub fn explain(&self, conn: &Arc<Connection>, e: Error) -> Error {
-        if !matches!(e.kind, ErrorKind::Transport | ErrorKind::Timeout | ErrorKind::Protocol) || conn.bridge.is_none()
-        {
+        if !matches!(e.kind, ErrorKind::Transport | ErrorKind::Timeout | ErrorKind::Protocol) || conn.bridge.is_none() {
             return e;
         }
         // The bridge may take a moment to be reaped after its socket closed.
@@ -353,9 +352,7 @@ fn worth_retrying(e: &Error) -> bool {
 /// The pause before retry `attempt + 1`: exponential with jitter (half to all of the step), or
 /// the server's `retry_after` when that is longer (capped).
 fn backoff(attempt: u32, retry_after: Option<Duration>) -> Duration {
-    let step = BACKOFF_BASE
-        .saturating_mul(1u32 << attempt.min(8))
-        .min(BACKOFF_CAP);
+    let step = BACKOFF_BASE.saturating_mul(1u32 << attempt.min(8)).min(BACKOFF_CAP);
     let mut r = [0u8; 2];
     let _ = getrandom::fill(&mut r);
     let jitter = f64::from(u16::from_le_bytes(r)) / f64::from(u16::MAX);

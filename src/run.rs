@@ -21,8 +21,8 @@
 //! run id is known. If the bridge does not end the stream within `requestTimeoutMs` (it cannot be
 //! reached, or the run id never came), the run is ended here with a `Cancelled` error.
 
-use std::ops::Range;
 use std::any::Any;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, OnceLock};
@@ -401,7 +401,8 @@ impl Shared {
     fn cancel_now(&self) {
         let link = &self.ctx.link;
         let deadline = Instant::now() + link.unary_timeout;
-        let ended = || self.finished.load(Ordering::Acquire) || self.summary.lock().status.is_some_and(RunStatus::is_terminal);
+        let ended =
+            || self.finished.load(Ordering::Acquire) || self.summary.lock().status.is_some_and(RunStatus::is_terminal);
         // A Send names its run in its first frame; wait for it (bounded).
         let run_id = loop {
             if ended() {
@@ -473,7 +474,8 @@ impl Shared {
 /// call [`Run::cancel`] first for that.
 pub struct Run {
     shared: Arc<Shared>,
-    inbox: Mutex<Inbox>,
+    /// Not dropped in a forked child (see `Drop`).
+    inbox: std::mem::ManuallyDrop<Mutex<Inbox>>,
 }
 
 /// How the reader should treat a broken stream.
@@ -489,9 +491,7 @@ impl Run {
     /// Opens `Send` on `ctx.conn` and returns once its first frame arrived (so send-time errors
     /// surface here), both within the request timeout.
     pub(crate) fn start_send(ctx: RunCtx, req: &proto::SendRequest) -> Result<Run> {
-        let stream = ctx
-            .link
-            .stream(&ctx.conn, AGENTS, "Send", req, CallOpts::default())?;
+        let stream = ctx.link.stream(&ctx.conn, AGENTS, "Send", req, CallOpts::default())?;
         let deltas = req.options.as_ref().is_some_and(|o| o.enable_deltas);
         Run::start(ctx, stream, Mode::Live, String::new(), deltas)
     }
@@ -617,11 +617,11 @@ impl Run {
         }
         Ok(Run {
             shared,
-            inbox: Mutex::new(Inbox {
+            inbox: std::mem::ManuallyDrop::new(Mutex::new(Inbox {
                 rx: Some(rx),
                 data: Bytes::new(),
                 items: Vec::new().into_iter(),
-            }),
+            })),
         })
     }
 
@@ -892,9 +892,16 @@ impl Run {
 
 impl Drop for Run {
     fn drop(&mut self) {
+        // In a forked child the reader thread does not exist and a lock may have been held
+        // by a thread of the parent at fork time: leave everything as it is (a small leak).
+        if self.shared.ctx.link.is_foreign() {
+            return;
+        }
         self.stop_reading();
         // Also drop the queue's receiving end so a reader blocked on a full queue wakes.
         self.inbox.lock().rx.take();
+        // SAFETY: dropped once, here, and never used again.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.inbox) };
     }
 }
 
@@ -1099,7 +1106,10 @@ impl Reader {
                 let payload = serde_json::to_value(&r).unwrap_or(Value::Null);
                 self.note_run_id(&r.run_id);
                 let status = RunStatus::from_proto(r.status);
-                self.shared.ctx.link.track_live_run(&r.run_id, &self.shared.agent_id, false);
+                self.shared
+                    .ctx
+                    .link
+                    .track_live_run(&r.run_id, &self.shared.agent_id, false);
                 self.shared.summary.lock().result = Some(r);
                 self.shared.set_status(status);
                 Event::new(EventKind::Result, "result", payload, offset)
@@ -1281,7 +1291,14 @@ impl Reader {
         };
         let result = ctx
             .link
-            .unary::<_, proto::WaitLiveRunResponse>(&ctx.conn, AGENTS, "WaitLiveRun", &wait, Idempotency::Idempotent, opts)
+            .unary::<_, proto::WaitLiveRunResponse>(
+                &ctx.conn,
+                AGENTS,
+                "WaitLiveRun",
+                &wait,
+                Idempotency::Idempotent,
+                opts,
+            )
             .ok()
             .and_then(|r| r.result)
             .or_else(|| {
@@ -1323,7 +1340,12 @@ fn stream_open_deadline(conn: &Connection) -> Instant {
 }
 
 /// `GetRun` on the run's bridge (cwd and key defaulted as for the client's own call).
-fn get_run(ctx: &RunCtx, run_id: &str, mut opts: proto::GetRunOptions, abort: Option<&AbortSlot>) -> Result<proto::RunSnapshot> {
+fn get_run(
+    ctx: &RunCtx,
+    run_id: &str,
+    mut opts: proto::GetRunOptions,
+    abort: Option<&AbortSlot>,
+) -> Result<proto::RunSnapshot> {
     if opts.runtime != proto::Runtime::Cloud as i32 {
         opts.cwd = ctx.link.cwd_or_workspace(&opts.cwd);
     }

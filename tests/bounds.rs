@@ -82,7 +82,10 @@ fn send_to_a_stopped_bridge_ends_at_the_request_timeout() {
     let agent = c.create_agent(model()).unwrap();
     let _stop = Stopped::new(c.bridge_pid().unwrap());
     let e = within(Duration::from_millis(REQUEST_MS), "send", || {
-        agent.send_text("scenario:normal").err().expect("a stopped bridge cannot take a send")
+        agent
+            .send_text("scenario:normal")
+            .err()
+            .expect("a stopped bridge cannot take a send")
     });
     assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
 }
@@ -153,7 +156,9 @@ fn cancel_before_the_bridge_answers_is_kept_and_ends_the_run() {
         within(Duration::from_millis(50), "cancel", || run.cancel());
         std::thread::sleep(Duration::from_millis(200));
     }
-    let result = within(Duration::from_millis(REQUEST_MS), "wait after cancel", || run.wait().unwrap());
+    let result = within(Duration::from_millis(REQUEST_MS), "wait after cancel", || {
+        run.wait().unwrap()
+    });
     assert_eq!(result.status, RunStatus::Cancelled, "{result:?}");
 }
 
@@ -164,7 +169,10 @@ fn a_start_that_never_becomes_ready_ends_at_the_startup_timeout() {
     let script = sb.path().join("stopped-bridge");
     std::fs::write(
         &script,
-        format!("#!/bin/sh\nkill -STOP $$\nexec '{}' \"$@\"\n", common::real_bridge().display()),
+        format!(
+            "#!/bin/sh\nkill -STOP $$\nexec '{}' \"$@\"\n",
+            common::real_bridge().display()
+        ),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -173,7 +181,9 @@ fn a_start_that_never_becomes_ready_ends_at_the_startup_timeout() {
     o.bridge_path = Some(script);
     o.startup_timeout_ms = Some(1000);
     let c = Client::new(o).unwrap();
-    let e = within(Duration::from_secs(1) + Duration::from_secs(6), "start", || c.start().unwrap_err());
+    let e = within(Duration::from_secs(1) + Duration::from_secs(6), "start", || {
+        c.start().unwrap_err()
+    });
     assert_eq!(e.kind, ErrorKind::BridgeStartFailed, "{e}");
     assert!(e.message.contains("timed out"), "{e}");
 }

@@ -188,7 +188,10 @@ fn cancel_from_another_thread_wakes_the_consumer() {
         r2.cancel();
     });
     let t0 = Instant::now();
-    let r = run.wait_timeout(Some(Duration::from_secs(10))).unwrap().expect("the run ended in time");
+    let r = run
+        .wait_timeout(Some(Duration::from_secs(10)))
+        .unwrap()
+        .expect("the run ended in time");
     canceller.join().unwrap();
     assert_eq!(r.status, RunStatus::Cancelled);
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
@@ -221,7 +224,10 @@ fn polling_with_zero_timeout_never_blocks() {
     assert!(seen >= 2 && timeouts > 10, "seen {seen}, timeouts {timeouts}");
     run.cancel();
     assert_eq!(
-        run.wait_timeout(Some(Duration::from_secs(5))).unwrap().expect("the run ended in time").status,
+        run.wait_timeout(Some(Duration::from_secs(5)))
+            .unwrap()
+            .expect("the run ended in time")
+            .status,
         RunStatus::Cancelled
     );
 }

@@ -71,7 +71,10 @@ fn cancel_mid_run_ends_cancelled_within_a_second() {
     let r2 = run.clone();
     let t0 = Instant::now();
     std::thread::spawn(move || r2.cancel()).join().unwrap();
-    let result = run.wait_timeout(Some(Duration::from_secs(5))).unwrap().expect("the run ended in time");
+    let result = run
+        .wait_timeout(Some(Duration::from_secs(5)))
+        .unwrap()
+        .expect("the run ended in time");
     assert!(t0.elapsed() < Duration::from_secs(1), "took {:?}", t0.elapsed());
     assert_eq!(result.status, RunStatus::Cancelled);
     assert_eq!(changes.lock().unwrap().last(), Some(&RunStatus::Cancelled));
@@ -89,7 +92,9 @@ fn second_send_while_active_is_busy() {
     let e = agent.send_text("two").err().expect("second send must fail");
     assert_eq!(e.kind, ErrorKind::Busy, "{e}");
     run.cancel();
-    run.wait_timeout(Some(Duration::from_secs(10))).unwrap().expect("the run ended in time");
+    run.wait_timeout(Some(Duration::from_secs(10)))
+        .unwrap()
+        .expect("the run ended in time");
 }
 
 #[test]

@@ -40,10 +40,16 @@ fn an_agent_created_by_another_bridge_is_stale_until_its_run_is_cancelled_by_id(
     let id = created_elsewhere(&sb);
     let c = sb.client();
     let agent = c.resume_agent(&id, model()).unwrap();
-    let e = agent.send_text("hi").err().expect("the queued run of another bridge holds the agent");
+    let e = agent
+        .send_text("hi")
+        .err()
+        .expect("the queued run of another bridge holds the agent");
     assert_eq!(e.kind, ErrorKind::StaleRun, "{e}");
     let run_id = e.run_id().expect("the error names the run").to_string();
-    assert!(e.message.contains(&run_id) && e.message.contains("reclaimStaleRuns"), "{e}");
+    assert!(
+        e.message.contains(&run_id) && e.message.contains("reclaimStaleRuns"),
+        "{e}"
+    );
     // The plain busy case stays `Busy`: nothing else changed.
     c.cancel_run(&id, &run_id, None).unwrap();
     c.cancel_run(&id, &run_id, None).unwrap(); // a run that is over: nothing happens
@@ -75,12 +81,18 @@ fn reclaim_stale_runs_takes_the_agent_over_and_sends() {
 fn cancel_run_validates_and_reports_unknown_runs() {
     let sb = Sandbox::new();
     let c = sb.client();
-    assert_eq!(c.cancel_run("", "run-1", None).unwrap_err().kind, ErrorKind::InvalidArgument);
+    assert_eq!(
+        c.cancel_run("", "run-1", None).unwrap_err().kind,
+        ErrorKind::InvalidArgument
+    );
     let agent = c.create_agent(model()).unwrap();
     let e = c
         .cancel_run(agent.id(), "run-00000000-0000-0000-0000-000000000000", None)
         .unwrap_err();
-    assert!(matches!(e.kind, ErrorKind::NotFound | ErrorKind::InvalidArgument), "{e}");
+    assert!(
+        matches!(e.kind, ErrorKind::NotFound | ErrorKind::InvalidArgument),
+        "{e}"
+    );
 }
 
 /// The host of the SIGKILL test: creates an agent, sends, prints `<agent> <run>`, then waits.
@@ -88,14 +100,19 @@ fn cancel_run_validates_and_reports_unknown_runs() {
 #[ignore = "run as a subprocess by a_run_left_running_by_a_killed_host_is_reclaimed"]
 fn host_for_stale_run_test() {
     let dir = std::env::var("STALE_HOST_SANDBOX").expect("run by the parent test");
-    let sb = Sandbox { dir: tempfile::TempDir::new().unwrap() };
+    let sb = Sandbox {
+        dir: tempfile::TempDir::new().unwrap(),
+    };
     let mut o = sb.options();
     o.workspace = Some(dir.clone().into());
     o.bridge_env.insert("HOME".into(), format!("{dir}/home"));
     let c = cursor_sdk::Client::new(o).unwrap();
     let agent = c.create_agent(model()).unwrap();
     let run = agent.send_text("hi").unwrap();
-    assert!(matches!(run.next_event(Some(Duration::from_secs(10))), Ok(Next::Event(_))));
+    assert!(matches!(
+        run.next_event(Some(Duration::from_secs(10))),
+        Ok(Next::Event(_))
+    ));
     println!("READY {} {}", agent.id(), run.id());
     std::thread::sleep(Duration::from_secs(120));
 }
@@ -104,7 +121,13 @@ fn host_for_stale_run_test() {
 fn a_run_left_running_by_a_killed_host_is_stale_and_reclaimed() {
     let sb = Sandbox::new();
     let mut host = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "host_for_stale_run_test", "--nocapture", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "host_for_stale_run_test",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("STALE_HOST_SANDBOX", sb.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -120,7 +143,10 @@ fn a_run_left_running_by_a_killed_host_is_stale_and_reclaimed() {
 
     let c = sb.client();
     let agent = c.resume_agent(agent_id, model()).unwrap();
-    let e = agent.send_text("hi").err().expect("the dead host's run holds the agent");
+    let e = agent
+        .send_text("hi")
+        .err()
+        .expect("the dead host's run holds the agent");
     assert_eq!(e.kind, ErrorKind::StaleRun, "{e}");
     assert_eq!(e.run_id(), Some(run_id), "{e}");
     agent.set_reclaim_stale_runs(true);

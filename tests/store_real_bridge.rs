@@ -162,7 +162,10 @@ fn a_custom_store_carries_a_local_agents_whole_life() {
 
     // The offline failing turn: its run and events are written to our store.
     let run = agent.send_text("Say hi").unwrap();
-    let result = run.wait_timeout(Some(Duration::from_secs(60))).unwrap().expect("the run ended in time");
+    let result = run
+        .wait_timeout(Some(Duration::from_secs(60)))
+        .unwrap()
+        .expect("the run ended in time");
     assert_eq!(result.status, RunStatus::Error);
     assert!(result.error_message.unwrap().contains("API key exchange"));
     let run_row = store

@@ -15,6 +15,7 @@ pub struct cursor_error {
     request_id: Option<CString>,
     help_url: Option<CString>,
     provider: Option<CString>,
+    run_id: Option<CString>,
 }
 
 impl cursor_error {
@@ -26,6 +27,7 @@ impl cursor_error {
             request_id: opt(error.request_id()),
             help_url: opt(error.help_url()),
             provider: opt(error.provider()),
+            run_id: opt(error.run_id()),
             error,
         }
     }
@@ -161,6 +163,18 @@ pub unsafe extern "C" fn cursor_error_help_url(e: *const cursor_error) -> *const
 pub unsafe extern "C" fn cursor_error_provider(e: *const cursor_error) -> *const c_char {
     quiet(std::ptr::null(), || {
         handle(e, "error").map_or(std::ptr::null(), |e| ptr(&e.provider))
+    })
+}
+
+/// The run the error is about (`CURSOR_E_STALE_RUN`: the run that holds the agent, to pass to
+/// `cursor_client_cancel_run`), or NULL. Borrowed until `cursor_error_free`.
+///
+/// # Safety
+/// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
+#[no_mangle]
+pub unsafe extern "C" fn cursor_error_run_id(e: *const cursor_error) -> *const c_char {
+    quiet(std::ptr::null(), || {
+        handle(e, "error").map_or(std::ptr::null(), |e| ptr(&e.run_id))
     })
 }
 

@@ -198,6 +198,7 @@ pub unsafe extern "C" fn cursor_run_next_event(
     call(err, || {
         out_ptr(out, "out")?;
         let r = handle(r, "run")?;
+        r.run.check_process()?;
         if r.push.lock().is_some() {
             return Err(Error::usage(
                 "the run delivers through its callback (cursor_run_set_callback)",
@@ -245,6 +246,7 @@ pub unsafe extern "C" fn cursor_run_wait(
     call(err, || {
         super::clear_out(result_json_out);
         let r = handle(r, "run")?;
+        r.run.check_process()?;
         if r.push.lock().is_some() {
             return Err(Error::usage(
                 "the run delivers through its callback (cursor_run_set_callback)",
@@ -497,6 +499,11 @@ fn deliver(run: &Run, stop: &AtomicBool, invoke: impl Fn(*const cursor_event, *c
 pub unsafe extern "C" fn cursor_run_free(r: *mut cursor_run) {
     quiet((), || {
         let Some(handle) = take_handle(r) else { return };
+        if handle.run.check_process().is_err() {
+            // A forked child: the threads and locks belong to the parent; leak the handle.
+            std::mem::forget(handle);
+            return;
+        }
         // No wake after this returns: the waker is removed (waiting out a call in progress), so
         // the descriptor is closed with the handle below.
         handle.run.set_waker(None);

@@ -526,7 +526,9 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\ncontent-type: application/proto\r\n\r\n\x0a\x04pong".to_vec(),
         ]);
         let peer = Peer::new(&url, "tok").unwrap();
-        let (conn, head) = peer.send(&req(true), Instant::now() + Duration::from_secs(5), None).unwrap();
+        let (conn, head) = peer
+            .send(&req(true), Instant::now() + Duration::from_secs(5), None)
+            .unwrap();
         assert_eq!(head.status, 200);
         let mut body = Body::new(conn, &head);
         assert_eq!(body.read_all(1024).unwrap(), b"\x0a\x04pong");
@@ -543,7 +545,9 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n".to_vec(),
         ]);
         let peer = Peer::new(&url, "t").unwrap();
-        let (conn, head) = peer.send(&req(true), Instant::now() + Duration::from_secs(5), None).unwrap();
+        let (conn, head) = peer
+            .send(&req(true), Instant::now() + Duration::from_secs(5), None)
+            .unwrap();
         assert!(head.chunked);
         let mut body = Body::new(conn, &head);
         assert_eq!(body.read_all(1024).unwrap(), b"abcde");
@@ -556,7 +560,9 @@ mod tests {
             b"NOT HTTP AT ALL\r\n\r\n".to_vec(),
         ]);
         let peer = Peer::new(&url, "t").unwrap();
-        let (conn, head) = peer.send(&req(true), Instant::now() + Duration::from_secs(5), None).unwrap();
+        let (conn, head) = peer
+            .send(&req(true), Instant::now() + Duration::from_secs(5), None)
+            .unwrap();
         assert_eq!(
             Body::new(conn, &head).read_all(4).unwrap_err().kind,
             ErrorKind::Protocol

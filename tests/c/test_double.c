@@ -4,7 +4,13 @@
  * fd, push mode, a dying bridge and the log callback.
  */
 #define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -776,6 +782,83 @@ TEST(misuse_unknown_option_keys) {
     fx_close(&f);
 }
 
+/* Values that would break every later call are refused by cursor_client_new, naming the key. */
+TEST(misuse_out_of_range_client_options) {
+    static const char *const bad[][2] = {
+        {"{\"requestTimeoutMs\":0}", "requestTimeoutMs"},
+        {"{\"requestTimeoutMs\":18446744073709551615}", "requestTimeoutMs"},
+        {"{\"streamIdleTimeoutMs\":0}", "streamIdleTimeoutMs"},
+        {"{\"maxFrameBytes\":0}", "maxFrameBytes"},
+        {"{\"startupTimeoutMs\":0}", "startupTimeoutMs"},
+        {"{\"maxRetries\":11}", "maxRetries"},
+        {"{\"bridgeUrl\":\"http://127.0.0.1:99999\",\"bridgeToken\":\"t\"}", "bridgeUrl"},
+        {"{\"bridgeUrl\":\"http://127.0.0.1:80\\r\\nX: y\",\"bridgeToken\":\"t\"}", "bridgeUrl"},
+        {"{\"bridgeUrl\":\"http://127.0.0.1:80\",\"bridgeToken\":\"a b\"}", "bridgeToken"},
+        {"{\"workspace\":\"/no/such/dir/anywhere\"}", "workspace"},
+    };
+    for (size_t i = 0; i < H_COUNT(bad); i++) {
+        cursor_client *c = (cursor_client *)(uintptr_t)1;
+        cursor_error *e = NULL;
+        CHECKF(cursor_client_new(bad[i][0], &c, &e) == CURSOR_E_INVALID_ARGUMENT, "%s accepted", bad[i][0]);
+        CHECK(c == NULL);
+        CHECK_CONTAINS(cursor_error_message(e), bad[i][1]);
+        cursor_error_free(e);
+    }
+    cursor_client *c = NULL;
+    CHECK_OK(cursor_client_new("{\"requestTimeoutMs\":1,\"maxRetries\":10,\"maxFrameBytes\":1024}", &c, ERR));
+    cursor_client_free(c);
+}
+
+/* ---- fork: the child gets CURSOR_E_USAGE at once and leaves the parent's bridge alone ---- */
+
+TEST(fork_child_gets_usage_and_parent_keeps_its_bridge) {
+    fixture f;
+    CHECK(fx_open(&f, double_bin(), ""));
+    cursor_run *r = NULL;
+    CHECK_OK(cursor_agent_send(f.agent, "scenario:slow:50", NULL, &r, ERR));
+    int fd = cursor_run_wait_fd(r);
+    CHECK(fd >= 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        double t0 = h_now_ms();
+        cursor_event *ev = NULL;
+        int ok = cursor_client_ping(f.client, NULL) == CURSOR_E_USAGE &&
+                 cursor_run_next_event(r, -1, &ev, NULL) == CURSOR_E_USAGE &&
+                 cursor_run_cancel(r, NULL) == CURSOR_E_USAGE &&
+                 cursor_prompt("x", NULL, NULL, NULL) == CURSOR_E_INVALID_ARGUMENT;
+        double took = h_now_ms() - t0;
+        /* Freeing the inherited handles touches nothing of the parent's; exit runs at-exit hooks. */
+        cursor_run_free(r);
+        cursor_agent_free(f.agent);
+        cursor_client_free(f.client);
+        exit(ok && took < 500 ? 0 : 1);
+    }
+    int status = 0;
+    double t0 = h_now_ms();
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (h_now_ms() - t0 > 20000) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            CHECKF(0, "the forked child hung");
+        }
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+    CHECK_OK(cursor_client_ping(f.client, ERR)); /* the parent's bridge still serves */
+    cursor_event *ev = NULL;
+    CHECK_OK(cursor_run_next_event(r, 5000, &ev, ERR)); /* and its stream still flows */
+    cursor_event_free(ev);
+    CHECK_OK(cursor_run_cancel(r, ERR));
+    char *res = NULL;
+    CHECK_OK(cursor_run_wait(r, 10000, &res, ERR));
+    CHECK_CONTAINS(res, "\"status\":\"cancelled\"");
+    cursor_string_free(res);
+    cursor_run_free(r);
+    fx_close(&f);
+}
+
 /* ---- use after shutdown ---- */
 
 TEST(client_shutdown_then_usage) {
@@ -874,6 +957,44 @@ TEST(cancel_wakes_blocked_next_event) {
     CHECK_INT(b.final_status, CURSOR_END);
     CHECKF(latency < 1000 * h_scale(), "a blocked next_event took %.0f ms to wake after cancel", latency);
     CHECK_INT(cursor_run_status(r), CURSOR_RUN_CANCELLED);
+    cursor_run_free(r);
+    fx_close(&f);
+}
+
+/* The wake descriptor is close-on-exec from birth and closed by cursor_run_free. */
+TEST(wait_fd_cloexec_and_closed_by_free) {
+    fixture f;
+    CHECK(fx_open(&f, double_bin(), ""));
+    cursor_run *r = NULL;
+    CHECK_OK(cursor_agent_send(f.agent, "scenario:slow:20", NULL, &r, ERR));
+    int fd = cursor_run_wait_fd(r);
+    CHECK(fd >= 0);
+    int flags = fcntl(fd, F_GETFD);
+    CHECKF(flags >= 0 && (flags & FD_CLOEXEC), "wake fd flags %d", flags);
+    cursor_run_free(r); /* the run still streams: events keep arriving in the library */
+    errno = 0;
+    CHECKF(fcntl(fd, F_GETFD) == -1 && errno == EBADF, "wake fd %d still open after free", fd);
+    fx_close(&f);
+}
+
+/* Cancel never blocks, even called every frame. */
+TEST(cancel_returns_at_once) {
+    fixture f;
+    CHECK(fx_open(&f, double_bin(), ""));
+    cursor_run *r = NULL;
+    CHECK_OK(cursor_agent_send(f.agent, "scenario:slow:50", NULL, &r, ERR));
+    double worst = 0;
+    for (int i = 0; i < 100; i++) {
+        double t0 = h_now_ms();
+        CHECK_OK(cursor_run_cancel(r, ERR));
+        double took = h_now_ms() - t0;
+        if (took > worst) worst = took;
+    }
+    CHECKF(worst < 50, "a cancel took %.1f ms", worst);
+    char *res = NULL;
+    CHECK_OK(cursor_run_wait(r, 10000, &res, ERR));
+    CHECK_CONTAINS(res, "\"status\":\"cancelled\"");
+    cursor_string_free(res);
     cursor_run_free(r);
     fx_close(&f);
 }
@@ -1357,6 +1478,10 @@ static const h_test TESTS[] = {
     T(misuse_invalid_utf8),
     T(misuse_malformed_json),
     T(misuse_unknown_option_keys),
+    T(misuse_out_of_range_client_options),
+    T(fork_child_gets_usage_and_parent_keeps_its_bridge),
+    T(wait_fd_cloexec_and_closed_by_free),
+    T(cancel_returns_at_once),
     T(client_shutdown_then_usage),
     T(timeout_zero_never_blocks),
     T(cancel_wakes_blocked_next_event),
