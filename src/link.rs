@@ -389,6 +389,113 @@ mod tests {
         assert!(backoff(3, Some(Duration::from_millis(1))) >= Duration::from_secs(1));
     }
 
+    /// A server that answers 503 to the first `failures` requests, then pongs; one request a
+    /// connection. Returns its URL and a counter of requests seen.
+    fn flaky_server(failures: usize) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = seen.clone();
+        std::thread::spawn(move || {
+            for stream in l.incoming() {
+                let Ok(mut s) = stream else { return };
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let n = counter.fetch_add(1, Ordering::SeqCst);
+                let reply: &[u8] = if n < failures {
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                } else {
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/proto\r\nContent-Length: 6\r\nConnection: close\r\n\r\n\x0a\x04pong"
+                };
+                let _ = s.write_all(reply);
+            }
+        });
+        (url, seen)
+    }
+
+    fn link_to(url: &str, retries: u32) -> (Link, Arc<Connection>) {
+        let transport = Transport::new(url, "t", crate::transport::TransportOptions::default()).unwrap();
+        (
+            Link::new(Duration::from_secs(10), retries, "/".into(), None),
+            Arc::new(Connection::new(transport, None)),
+        )
+    }
+
+    #[test]
+    fn read_only_calls_are_retried_on_unavailable_and_others_are_not() {
+        let (url, seen) = flaky_server(2);
+        let (link, conn) = link_to(&url, 3);
+        let t0 = Instant::now();
+        let r: proto::PingResponse = link
+            .unary(
+                &conn,
+                CONTROL,
+                "Ping",
+                &proto::PingRequest {},
+                Idempotency::Idempotent,
+                CallOpts::default(),
+            )
+            .unwrap();
+        assert_eq!(r.message, "pong");
+        assert_eq!(seen.load(Ordering::SeqCst), 3, "two failures, then the answer");
+        // Two pauses: 125..250 ms and 250..500 ms.
+        assert!(t0.elapsed() >= Duration::from_millis(375), "{:?}", t0.elapsed());
+
+        let (url, seen) = flaky_server(1);
+        let (link, conn) = link_to(&url, 3);
+        let req = proto::CancelRunRequest::default();
+        let e = link
+            .unary::<_, proto::CancelRunResponse>(
+                &conn,
+                AGENTS,
+                "CancelRun",
+                &req,
+                Idempotency::Idempotent,
+                CallOpts::default(),
+            )
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Unavailable);
+        assert_eq!(seen.load(Ordering::SeqCst), 1, "CancelRun is never retried");
+
+        let (url, seen) = flaky_server(5);
+        let (link, conn) = link_to(&url, 0);
+        let e = link
+            .unary::<_, proto::PingResponse>(
+                &conn,
+                CONTROL,
+                "Ping",
+                &proto::PingRequest {},
+                Idempotency::Idempotent,
+                CallOpts::default(),
+            )
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Unavailable);
+        assert_eq!(seen.load(Ordering::SeqCst), 1, "maxRetries 0: one attempt");
+
+        // Retries stop at the call's deadline.
+        let (url, seen) = flaky_server(100);
+        let (link, conn) = link_to(&url, 10);
+        let t0 = Instant::now();
+        let opts = CallOpts {
+            deadline: Some(Instant::now() + Duration::from_millis(600)),
+            abort: None,
+        };
+        let e = link
+            .unary::<_, proto::PingResponse>(
+                &conn,
+                CONTROL,
+                "Ping",
+                &proto::PingRequest {},
+                Idempotency::Idempotent,
+                opts,
+            )
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Unavailable);
+        assert!(t0.elapsed() < Duration::from_millis(900), "{:?}", t0.elapsed());
+        assert!(seen.load(Ordering::SeqCst) < 10);
+    }
+
     #[test]
     fn what_is_worth_retrying() {
         assert!(worth_retrying(&Error::new(ErrorKind::Unavailable, "x")));
