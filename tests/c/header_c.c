@@ -19,7 +19,7 @@ int main(void) {
     (void)k; (void)rs; (void)l; (void)log_fn; (void)ev_fn;
 
     /* NULL where the header allows it: options, err, a *_free handle, a removed callback. */
-    cursor_set_log_callback(CURSOR_LOG_ERROR, NULL, NULL);
+    cursor_set_log_callback(CURSOR_LOG_ERROR, NULL, NULL, NULL);
     if (cursor_client_new(NULL, &c, NULL) != CURSOR_OK || c == NULL) return 1;
     cursor_client_free(c);
     cursor_client_free(NULL);
