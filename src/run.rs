@@ -478,13 +478,35 @@ pub struct Run {
     inbox: std::mem::ManuallyDrop<Mutex<Inbox>>,
 }
 
-/// How the reader should treat a broken stream.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// A `Send` stream: recover through ObserveRun / WaitLiveRun / GetRun.
+/// Which stream the reader reads, which decides what a break means.
+enum Phase {
+    /// The run's `Send` stream: a break re-attaches once (→ `Recovered`), through ObserveRun,
+    /// else WaitLiveRun / GetRun.
     Live,
-    /// An `ObserveRun` stream: report the failure.
+    /// The durable log (ObserveRun) after the `Send` stream broke; a break now fails the run.
+    Recovered(Refill),
+    /// An `ObserveRun` stream the user opened: a break fails it.
     Observe,
+}
+
+/// Whether a recovered stream still owes the events the break skipped. The bridge gives a late
+/// subscriber of a live run only `result` + `done`: that result is held until the log of the
+/// then finished run has been replayed once more.
+enum Refill {
+    /// Nothing held (yet).
+    Open,
+    /// A result that came while only tailing.
+    Held(Box<proto::RunStreamMessage>),
+    /// The log was replayed again (or could not be): deliver results as they come.
+    Done,
+}
+
+/// What a replay of the durable log skips: its `request` message (which `Send` never shows) and
+/// the `sdk_message`s already delivered.
+#[derive(Default)]
+struct Replay {
+    request: bool,
+    messages: u64,
 }
 
 impl Run {
@@ -493,7 +515,7 @@ impl Run {
     pub(crate) fn start_send(ctx: RunCtx, req: &proto::SendRequest) -> Result<Run> {
         let stream = ctx.link.stream(&ctx.conn, AGENTS, "Send", req, CallOpts::default())?;
         let deltas = req.options.as_ref().is_some_and(|o| o.enable_deltas);
-        Run::start(ctx, stream, Mode::Live, String::new(), deltas)
+        Run::start(ctx, stream, Phase::Live, String::new(), deltas)
     }
 
     /// Opens `ObserveRun` on `ctx.conn`. A run the bridge no longer holds in memory (its agent
@@ -517,7 +539,7 @@ impl Run {
                     abort: None,
                 },
             )?;
-            Run::start(ctx, stream, Mode::Observe, run_id.to_string(), false)
+            Run::start(ctx, stream, Phase::Observe, run_id.to_string(), false)
         };
         match open(ctx.clone()) {
             Err(e) if e.kind == ErrorKind::NotFound => {
@@ -534,7 +556,7 @@ impl Run {
         }
     }
 
-    fn start(ctx: RunCtx, mut stream: FrameStream, mode: Mode, run_id: String, deltas: bool) -> Result<Run> {
+    fn start(ctx: RunCtx, mut stream: FrameStream, phase: Phase, run_id: String, deltas: bool) -> Result<Run> {
         let link = ctx.link.clone();
         let conn = ctx.conn.clone();
         let shared = Arc::new(Shared {
@@ -564,13 +586,9 @@ impl Run {
             shared: shared.clone(),
             tx,
             out: Batch::default(),
-            mode,
+            phase,
             done: false,
-            skip_request: false,
-            recovering: false,
-            held_result: None,
-            refilled: false,
-            skip_messages: 0,
+            replay: Replay::default(),
             messages_delivered: 0,
         };
         // Only the first frame is handled before `send` returns (the rest of what the read
@@ -601,7 +619,9 @@ impl Run {
                         .map(|s| s.to_string())
                         .or_else(|| p.downcast_ref::<String>().cloned())
                         .unwrap_or_default();
-                    reader.fail(Error::internal(format!("panic in the run reader: {what}")));
+                    let e = Error::internal(format!("panic in the run reader: {what}"));
+                    // A status listener may panic again here: the error is queued first.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.fail(e)));
                 }
             }
             reader.flush();
@@ -927,21 +947,12 @@ struct Reader {
     out: Batch,
     /// Once the run id is known, messages are no longer decoded to look for it.
     run_id_known: bool,
-    mode: Mode,
+    phase: Phase,
+    /// The run's end (`done`, or a result concluded another way) was handled.
     done: bool,
-    /// While replaying after a recovery: skip the log's `request` message and the
-    /// `sdk_message`s already delivered.
-    skip_request: bool,
-    skip_messages: u64,
+    replay: Replay,
     /// The `sdk_message`s handed over so far (what a replay skips).
     messages_delivered: u64,
-    /// Set once the live stream broke and the reader re-attached.
-    recovering: bool,
-    /// A result that arrived on a live-tail ObserveRun (one that did not replay the log: the
-    /// bridge gives a late subscriber only `result` + `done`). It is held until the log of the
-    /// then finished run has been replayed for the events the break skipped.
-    held_result: Option<proto::RunStreamMessage>,
-    refilled: bool,
 }
 
 impl Reader {
@@ -956,7 +967,7 @@ impl Reader {
                 Flow::Ended => {
                     if let Some(next) = self.refill() {
                         stream = next;
-                    } else if self.done || self.mode == Mode::Observe {
+                    } else if self.done || !matches!(self.phase, Phase::Live) {
                         return;
                     } else {
                         // A clean end without result/done: treat like a drop and recover.
@@ -989,7 +1000,8 @@ impl Reader {
                         return self.end_cancelled(end);
                     }
                     let e = self.shared.ctx.link.explain(&self.shared.ctx.conn, e);
-                    if self.mode == Mode::Observe || e.kind == ErrorKind::BridgeExited || !is_transport(&e) {
+                    let live = matches!(self.phase, Phase::Live);
+                    if !live || e.kind == ErrorKind::BridgeExited || !is_transport(&e) {
                         self.fail(e);
                         return;
                     }
@@ -1040,12 +1052,12 @@ impl Reader {
     /// While replaying after a recovery: the log's `request` message and the `sdk_message`s
     /// already delivered are skipped.
     fn skipped(&mut self, r#type: &[u8]) -> bool {
-        if self.skip_request && r#type == b"request" {
-            self.skip_request = false;
+        if self.replay.request && r#type == b"request" {
+            self.replay.request = false;
             return true;
         }
-        if self.skip_messages > 0 {
-            self.skip_messages -= 1;
+        if self.replay.messages > 0 {
+            self.replay.messages -= 1;
             return true;
         }
         false
@@ -1068,16 +1080,19 @@ impl Reader {
     }
 
     fn handle(&mut self, msg: proto::RunStreamMessage) -> bool {
-        if self.recovering && self.skip_request && !self.refilled && matches!(msg.envelope, Some(Envelope::Result(_))) {
-            self.held_result = Some(msg);
-            return true;
+        // A result before the replayed `request`: the stream only tails the run (see `Refill`).
+        if let Phase::Recovered(refill @ Refill::Open) = &mut self.phase {
+            if self.replay.request && matches!(msg.envelope, Some(Envelope::Result(_))) {
+                *refill = Refill::Held(Box::new(msg));
+                return true;
+            }
         }
         let offset = msg.offset.clone();
         let event = match msg.envelope {
             None => return true, // keepalive
             Some(Envelope::Done(d)) => {
                 self.note_run_id(&d.run_id);
-                if self.held_result.is_some() {
+                if matches!(self.phase, Phase::Recovered(Refill::Held(_))) {
                     return true; // read on to the end frame, then refill
                 }
                 self.done = true;
@@ -1170,7 +1185,7 @@ impl Reader {
             let mut s = self.shared.summary.lock();
             if s.run_id.is_empty() {
                 s.run_id = id.to_string();
-                if self.mode == Mode::Live {
+                if matches!(self.phase, Phase::Live) {
                     self.shared.ctx.link.track_live_run(id, &self.shared.agent_id, true);
                 }
             }
@@ -1199,19 +1214,17 @@ impl Reader {
     /// The run was ended here (a cancel the bridge did not confirm).
     fn end_cancelled(&mut self, e: Error) {
         self.shared.summary.lock().failure = Some(e.clone());
-        self.shared.set_status(RunStatus::Cancelled);
         self.deliver(Item::Failed(e));
+        self.shared.set_status(RunStatus::Cancelled);
     }
 
     fn fail(&mut self, e: Error) {
-        {
-            let mut s = self.shared.summary.lock();
-            s.failure = Some(e.clone());
-        }
+        self.shared.summary.lock().failure = Some(e.clone());
+        // Queued before the status listeners run, which are the caller's code.
+        self.deliver(Item::Failed(e));
         if !self.shared.summary.lock().status.is_some_and(RunStatus::is_terminal) {
             self.shared.set_status(RunStatus::Error);
         }
-        self.deliver(Item::Failed(e));
     }
 
     /// Re-attaches to a live run after its Send stream broke. Returns the stream to continue
@@ -1228,8 +1241,7 @@ impl Reader {
         );
         match self.observe_from_start(&run_id) {
             Ok(stream) => {
-                self.mode = Mode::Observe;
-                self.recovering = true;
+                self.phase = Phase::Recovered(Refill::Open);
                 Some(stream)
             }
             // No answer (the bridge is stopped or gone): nothing else would get one either.
@@ -1257,21 +1269,27 @@ impl Reader {
         };
         let stream = ctx.link.stream(&ctx.conn, AGENTS, "ObserveRun", &req, opts)?;
         self.shared.abort.set(stream.abort_handle());
-        self.skip_request = true;
-        self.skip_messages = self.messages_delivered;
+        self.replay = Replay {
+            request: true,
+            messages: self.messages_delivered,
+        };
         Ok(stream)
     }
 
     /// After a live-tail ObserveRun ended: replay the finished run's log for the skipped
     /// events (then its result); if that is impossible, deliver the held result.
     fn refill(&mut self) -> Option<FrameStream> {
-        let held = self.held_result.take()?;
-        self.refilled = true;
+        let Phase::Recovered(refill) = &mut self.phase else {
+            return None;
+        };
+        let Refill::Held(held) = std::mem::replace(refill, Refill::Done) else {
+            return None;
+        };
         let run_id = self.shared.run_id();
         match self.observe_from_start(&run_id) {
             Ok(stream) => Some(stream),
             Err(_) => {
-                self.handle(held);
+                self.handle(*held);
                 self.done = true;
                 None
             }

@@ -401,7 +401,8 @@ fn images_travel_with_the_message() {
 fn a_panic_on_the_reader_thread_ends_the_run_with_an_error() {
     let sb = Sandbox::new();
     let client = sb.double_client();
-    let run = agent(&client).send_text("scenario:normal").unwrap();
+    // The run idles ~250 ms before its status changes, so the listener is in place by then.
+    let run = agent(&client).send_text("scenario:keepalive:2").unwrap();
     // Status listeners run on the reader thread: a panicking one stands for any library panic there.
     run.on_status_change(|_| panic!("listener exploded"));
     let err = run

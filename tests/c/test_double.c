@@ -833,7 +833,13 @@ TEST(fork_child_gets_usage_and_parent_keeps_its_bridge) {
         cursor_run_free(r);
         cursor_agent_free(f.agent);
         cursor_client_free(f.client);
-        exit(ok && took < 500 ? 0 : 1);
+#if defined(__SANITIZE_ADDRESS__)
+        /* The child leaks the parent's handles by design; LeakSanitizer would fail its exit. The
+         * at-exit path is covered by the plain run and tests/client_fork.rs. */
+        _exit(ok && took < 500 * h_scale() ? 0 : 1);
+#else
+        exit(ok && took < 500 * h_scale() ? 0 : 1); /* at-exit hooks run, as in a real program */
+#endif
     }
     int status = 0;
     double t0 = h_now_ms();
@@ -990,7 +996,7 @@ TEST(cancel_returns_at_once) {
         double took = h_now_ms() - t0;
         if (took > worst) worst = took;
     }
-    CHECKF(worst < 50, "a cancel took %.1f ms", worst);
+    CHECKF(worst < 50 * h_scale(), "a cancel took %.1f ms", worst);
     char *res = NULL;
     CHECK_OK(cursor_run_wait(r, 10000, &res, ERR));
     CHECK_CONTAINS(res, "\"status\":\"cancelled\"");
