@@ -18,6 +18,7 @@ pub mod message;
 pub mod options;
 pub mod proto;
 pub mod run;
+mod send_watch;
 mod struct_json;
 pub mod tools;
 pub mod transport;

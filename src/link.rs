@@ -109,6 +109,8 @@ pub(crate) struct Link {
     launching: Mutex<()>,
     /// Runs this client is streaming right now: run id → agent id.
     live_runs: Mutex<HashMap<String, String>>,
+    /// The sockets of timed-out sends still watched (`send_watch.rs`), cut at shutdown.
+    watches: Mutex<Vec<Arc<AbortSlot>>>,
     pub unary_timeout: Duration,
     pub max_retries: u32,
     workspace: String,
@@ -123,6 +125,7 @@ impl Link {
             slot: Mutex::new(None),
             launching: Mutex::new(()),
             live_runs: Mutex::new(HashMap::new()),
+            watches: Mutex::new(Vec::new()),
             unary_timeout,
             max_retries,
             workspace,
@@ -316,6 +319,27 @@ impl Link {
         if let Some(conn) = conn {
             conn.stop();
         }
+        for slot in self.watches.lock().drain(..) {
+            slot.abort();
+        }
+    }
+
+    /// An abort slot for the watch of a send of `agent_id` that timed out; shutdown aborts it.
+    /// While it is watched, the agent counts as streamed by this client (a send meanwhile is
+    /// plainly busy: its run may be live in the bridge).
+    pub fn watch_slot(&self, agent_id: &str) -> Arc<AbortSlot> {
+        let slot = Arc::new(AbortSlot::default());
+        if self.closed.load(Ordering::Acquire) {
+            slot.abort();
+        }
+        self.watches.lock().push(slot.clone());
+        self.track_live_run(&watch_key(&slot), agent_id, true);
+        slot
+    }
+
+    pub fn unwatch(&self, slot: &Arc<AbortSlot>) {
+        self.watches.lock().retain(|s| !Arc::ptr_eq(s, slot));
+        self.track_live_run(&watch_key(slot), "", false);
     }
 
     /// Records whether this client streams a run right now.
@@ -336,6 +360,11 @@ impl Link {
     pub fn streams_agent(&self, agent_id: &str) -> bool {
         self.live_runs.lock().values().any(|a| a == agent_id)
     }
+}
+
+/// The stand-in run id of a watched send (never a real run id).
+fn watch_key(slot: &Arc<AbortSlot>) -> String {
+    format!("(unanswered send {:p})", Arc::as_ptr(slot))
 }
 
 fn is_retryable_rpc(method: &str, idempotency: Idempotency) -> bool {

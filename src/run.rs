@@ -35,6 +35,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, ErrorKind, Result};
 use crate::link::{CallOpts, Connection, Link, AGENTS};
 use crate::proto::{self, run_stream_message::Envelope};
+use crate::send_watch::{self, Unanswered};
 use crate::struct_json::{self, SdkScan, TextAt};
 use crate::transport::frame::FrameBatch;
 use crate::transport::{AbortSlot, FrameStream, Idempotency};
@@ -511,9 +512,24 @@ struct Replay {
 
 impl Run {
     /// Opens `Send` on `ctx.conn` and returns once its first frame arrived (so send-time errors
-    /// surface here), both within the request timeout.
+    /// surface here), both within the request timeout. A send that times out is watched, so
+    /// that a run a stalled bridge starts later is cancelled (`send_watch.rs`).
     pub(crate) fn start_send(ctx: RunCtx, req: &proto::SendRequest) -> Result<Run> {
-        let stream = ctx.link.stream(&ctx.conn, AGENTS, "Send", req, CallOpts::default())?;
+        ctx.link.check_process()?;
+        let deadline = Instant::now() + ctx.link.unary_timeout;
+        let stream = match ctx
+            .conn
+            .transport
+            .stream_or_pending(AGENTS, "Send", req, deadline, None)
+        {
+            Ok(stream) => stream,
+            Err((e, pending)) => {
+                if let Some(pending) = pending {
+                    send_watch::watch(&ctx.link, &ctx.conn, &ctx.agent_id, Unanswered::Head(pending));
+                }
+                return Err(ctx.link.explain(&ctx.conn, e));
+            }
+        };
         let deltas = req.options.as_ref().is_some_and(|o| o.enable_deltas);
         Run::start(ctx, stream, Phase::Live, String::new(), deltas)
     }
@@ -559,6 +575,8 @@ impl Run {
     fn start(ctx: RunCtx, mut stream: FrameStream, phase: Phase, run_id: String, deltas: bool) -> Result<Run> {
         let link = ctx.link.clone();
         let conn = ctx.conn.clone();
+        let agent_id = ctx.agent_id.clone();
+        let live = matches!(phase, Phase::Live);
         let shared = Arc::new(Shared {
             agent_id: ctx.agent_id.clone(),
             cwd: ctx.cwd.clone(),
@@ -594,7 +612,15 @@ impl Run {
         // Only the first frame is handled before `send` returns (the rest of what the read
         // brought goes to the reader thread), so status listeners set then miss nothing.
         let explain = |e: Error| link.explain(&conn, e);
-        let mut first = stream.next_batch().map_err(explain)?;
+        let mut first = match stream.next_batch() {
+            Ok(batch) => batch,
+            Err(e) => {
+                if live && e.kind == ErrorKind::Timeout {
+                    send_watch::watch(&link, &conn, &agent_id, Unanswered::Stream(stream));
+                }
+                return Err(explain(e));
+            }
+        };
         // The first read had the opening's deadline; from now on only the idle timeout counts.
         stream.set_deadline(None);
         let rest = FrameBatch {

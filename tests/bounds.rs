@@ -91,6 +91,35 @@ fn send_to_a_stopped_bridge_ends_at_the_request_timeout() {
 }
 
 #[test]
+fn a_send_that_timed_out_does_not_leave_the_agent_busy() {
+    let sb = Sandbox::new();
+    let c = client(&sb, true);
+    let agent = c.create_agent(model()).unwrap();
+    {
+        let _stop = Stopped::new(c.bridge_pid().unwrap());
+        // A run that would go on for a minute once the bridge reads the request.
+        let e = agent
+            .send_text("scenario:slow:50")
+            .err()
+            .expect("a stopped bridge cannot take a send");
+        assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+    }
+    // The bridge wakes up and starts that run; the library cancels it, so the agent is free
+    // again within moments (not after the minute the run would take).
+    let t0 = Instant::now();
+    let run = loop {
+        match agent.send_text("scenario:normal") {
+            Ok(run) => break run,
+            Err(e) if e.kind == ErrorKind::Busy && t0.elapsed() < Duration::from_secs(15) => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            Err(e) => panic!("after {:?}: {e}", t0.elapsed()),
+        }
+    };
+    assert_eq!(run.wait().unwrap().status, RunStatus::Finished);
+}
+
+#[test]
 fn a_stream_whose_bridge_stops_ends_within_idle_plus_reattach() {
     let sb = Sandbox::new();
     let c = client(&sb, true);

@@ -191,6 +191,25 @@ impl AbortSlot {
     }
 }
 
+/// A request sent whose response head did not come in time (the peer may be stopped, not
+/// dead): the connection, to go on waiting for the head.
+pub struct Pending {
+    conn: Conn,
+}
+
+impl Pending {
+    pub fn aborter(&self) -> Result<Aborter> {
+        self.conn.aborter()
+    }
+
+    /// Waits for the response head until `deadline`.
+    pub fn wait_head(mut self, deadline: Instant) -> Result<(Conn, ResponseHead)> {
+        self.conn.socket_mut().set_limits(Some(deadline), None);
+        let head = read_head(&mut self.conn.reader).map_err(|(e, _)| e)?;
+        Ok((self.conn, head))
+    }
+}
+
 /// Parsed response head.
 pub struct ResponseHead {
     pub status: u16,
@@ -275,25 +294,41 @@ impl Peer {
         deadline: Instant,
         abort: Option<&AbortSlot>,
     ) -> Result<(Conn, ResponseHead)> {
+        self.send_or_pending(req, deadline, abort).map_err(|(e, _)| e)
+    }
+
+    /// [`Peer::send`], but a request whose response head did not come by `deadline` comes back
+    /// with its connection ([`Pending`]), so that someone can go on waiting for the head.
+    pub fn send_or_pending(
+        &self,
+        req: &Request<'_>,
+        deadline: Instant,
+        abort: Option<&AbortSlot>,
+    ) -> Result<(Conn, ResponseHead), (Error, Option<Pending>)> {
         let register = |conn: &Conn| -> Result<()> {
             if let Some(slot) = abort {
                 slot.set(conn.aborter()?);
             }
             Ok(())
         };
-        let mut conn = self.checkout(deadline)?;
-        register(&conn)?;
+        let pending = |err: Error, conn: Conn, before_response: bool| {
+            let keep = err.kind == ErrorKind::Timeout && before_response;
+            (err, keep.then_some(Pending { conn }))
+        };
+        let mut conn = self.checkout(deadline).map_err(|e| (e, None))?;
+        register(&conn).map_err(|e| (e, None))?;
         match self.exchange(&mut conn, req, deadline) {
             Ok(head) => Ok((conn, head)),
             Err((err, before_response)) if conn.reused && before_response && req.idempotent => {
                 let _ = err;
-                let mut fresh = Conn::open(self.addr, deadline)?;
-                register(&fresh)?;
-                self.exchange(&mut fresh, req, deadline)
-                    .map(|h| (fresh, h))
-                    .map_err(|(e, _)| e)
+                let mut fresh = Conn::open(self.addr, deadline).map_err(|e| (e, None))?;
+                register(&fresh).map_err(|e| (e, None))?;
+                match self.exchange(&mut fresh, req, deadline) {
+                    Ok(h) => Ok((fresh, h)),
+                    Err((e, before)) => Err(pending(e, fresh, before)),
+                }
             }
-            Err((err, _)) => Err(err),
+            Err((err, before_response)) => Err(pending(err, conn, before_response)),
         }
     }
 

@@ -10,7 +10,7 @@ use prost::Message;
 use crate::error::{Error, ErrorKind, Result};
 use frame::{Frame, FrameBatch, FrameReader};
 pub use http::AbortSlot;
-use http::{Aborter, Body, Peer, Request, ResponseHead};
+use http::{Aborter, Body, Conn, Peer, Pending, Request, ResponseHead};
 
 /// Cap on a unary response or error body.
 const MAX_UNARY_BODY: usize = 64 << 20;
@@ -124,6 +124,21 @@ impl Transport {
         deadline: Instant,
         abort: Option<&AbortSlot>,
     ) -> Result<FrameStream> {
+        self.stream_or_pending(service, method, req, deadline, abort)
+            .map_err(|(e, _)| e)
+    }
+
+    /// [`Transport::stream`], but when the head did not come by `deadline` the request comes
+    /// back with the error ([`PendingStream`]): the peer may still act on it later, and whoever
+    /// must undo that can wait for the head.
+    pub fn stream_or_pending<Req: Message>(
+        &self,
+        service: &str,
+        method: &str,
+        req: &Req,
+        deadline: Instant,
+        abort: Option<&AbortSlot>,
+    ) -> std::result::Result<FrameStream, (Error, Option<PendingStream>)> {
         let path = format!("/{service}/{method}");
         let body = frame::encode(&req.encode_to_vec());
         let request = Request {
@@ -133,29 +148,78 @@ impl Transport {
             idempotent: false,
             timeout_header_ms: None,
         };
-        let (mut conn, head) = self
-            .peer
-            .send(&request, deadline, abort)
-            .map_err(|e| in_call(e, method))?;
-        let aborter = conn.aborter()?;
-        if head.status != 200 {
-            let bytes = Body::new(conn, &head).read_all(MAX_UNARY_BODY)?;
-            return Err(error_response(&head, &bytes));
+        match self.peer.send_or_pending(&request, deadline, abort) {
+            Ok((conn, head)) => self.opened(conn, head, method, deadline).map_err(|e| (e, None)),
+            Err((e, pending)) => {
+                let pending = pending.map(|pending| PendingStream {
+                    pending,
+                    method: method.to_string(),
+                    max_frame_bytes: self.opts.max_frame_bytes,
+                    idle: self.opts.stream_idle_timeout,
+                });
+                Err((in_call(e, method), pending))
+            }
         }
-        if !head.content_type.starts_with("application/connect+proto") {
-            return Err(Error::protocol(format!(
-                "{method}: expected application/connect+proto, got {:?}",
-                head.content_type
-            )));
-        }
-        conn.socket_mut()
-            .set_limits(Some(deadline), Some(self.opts.stream_idle_timeout));
-        Ok(FrameStream {
-            reader: FrameReader::new(Body::new(conn, &head), self.opts.max_frame_bytes),
-            aborter,
-            method: method.to_string(),
-        })
     }
+
+    fn opened(&self, conn: Conn, head: ResponseHead, method: &str, deadline: Instant) -> Result<FrameStream> {
+        open_stream(
+            conn,
+            head,
+            method,
+            deadline,
+            self.opts.stream_idle_timeout,
+            self.opts.max_frame_bytes,
+        )
+    }
+}
+
+/// A stream request whose head is still to come (see [`Transport::stream_or_pending`]).
+pub struct PendingStream {
+    pending: Pending,
+    method: String,
+    max_frame_bytes: usize,
+    idle: Duration,
+}
+
+impl PendingStream {
+    pub fn abort_handle(&self) -> Result<Aborter> {
+        self.pending.aborter()
+    }
+
+    /// Waits for the head until `deadline` and opens the stream.
+    pub fn wait(self, deadline: Instant) -> Result<FrameStream> {
+        let (conn, head) = self.pending.wait_head(deadline)?;
+        open_stream(conn, head, &self.method, deadline, self.idle, self.max_frame_bytes)
+    }
+}
+
+/// A stream whose head came: its error body, or its frames.
+fn open_stream(
+    mut conn: Conn,
+    head: ResponseHead,
+    method: &str,
+    deadline: Instant,
+    idle: Duration,
+    max_frame_bytes: usize,
+) -> Result<FrameStream> {
+    let aborter = conn.aborter()?;
+    if head.status != 200 {
+        let bytes = Body::new(conn, &head).read_all(MAX_UNARY_BODY)?;
+        return Err(error_response(&head, &bytes));
+    }
+    if !head.content_type.starts_with("application/connect+proto") {
+        return Err(Error::protocol(format!(
+            "{method}: expected application/connect+proto, got {:?}",
+            head.content_type
+        )));
+    }
+    conn.socket_mut().set_limits(Some(deadline), Some(idle));
+    Ok(FrameStream {
+        reader: FrameReader::new(Body::new(conn, &head), max_frame_bytes),
+        aborter,
+        method: method.to_string(),
+    })
 }
 
 /// Adds the RPC name to transport-level errors so they say what they were doing.
@@ -219,9 +283,13 @@ impl FrameStream {
     /// Sets (or with `None` lifts) an absolute deadline for the reads to come; the stream idle
     /// timeout applies either way.
     pub fn set_deadline(&mut self, deadline: Option<Instant>) {
-        let socket = self.reader.get_mut().socket_mut();
-        let idle = socket.idle_timeout();
-        socket.set_limits(deadline, idle);
+        let idle = self.reader.get_mut().socket_mut().idle_timeout();
+        self.set_limits(deadline, idle);
+    }
+
+    /// Sets both the absolute deadline and the idle timeout of the reads to come.
+    pub fn set_limits(&mut self, deadline: Option<Instant>, idle: Option<Duration>) {
+        self.reader.get_mut().socket_mut().set_limits(deadline, idle);
     }
 }
 
