@@ -616,7 +616,7 @@ impl Run {
             Ok(batch) => batch,
             Err(e) => {
                 if live && e.kind == ErrorKind::Timeout {
-                    send_watch::watch(&link, &conn, &agent_id, Unanswered::Stream(stream));
+                    send_watch::watch(&link, &conn, &agent_id, Unanswered::Stream(Box::new(stream)));
                 }
                 return Err(explain(e));
             }

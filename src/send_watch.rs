@@ -20,9 +20,9 @@ pub(crate) const WATCH_LIMIT: Duration = Duration::from_secs(600);
 /// What is left of a send that timed out.
 pub(crate) enum Unanswered {
     /// The request went out; the response head never came.
-    Head(PendingStream),
+    Head(Box<PendingStream>),
     /// The head came, the first frame did not.
-    Stream(FrameStream),
+    Stream(Box<FrameStream>),
 }
 
 /// Watches `what` on a library thread and cancels the run it turns out to have started.
@@ -53,7 +53,7 @@ fn run_of(what: Unanswered, slot: &AbortSlot, deadline: Instant) -> Option<Strin
             slot.set(pending.abort_handle().ok()?);
             pending.wait(deadline).ok()?
         }
-        Unanswered::Stream(stream) => stream,
+        Unanswered::Stream(stream) => *stream,
     };
     slot.set(stream.abort_handle());
     stream.set_limits(Some(deadline), None);

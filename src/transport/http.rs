@@ -191,6 +191,9 @@ impl AbortSlot {
     }
 }
 
+/// A failed exchange, with the request's connection when the head did not come in time.
+pub type Unanswered = (Error, Option<Box<Pending>>);
+
 /// A request sent whose response head did not come in time (the peer may be stopped, not
 /// dead): the connection, to go on waiting for the head.
 pub struct Pending {
@@ -304,7 +307,7 @@ impl Peer {
         req: &Request<'_>,
         deadline: Instant,
         abort: Option<&AbortSlot>,
-    ) -> Result<(Conn, ResponseHead), (Error, Option<Pending>)> {
+    ) -> Result<(Conn, ResponseHead), Unanswered> {
         let register = |conn: &Conn| -> Result<()> {
             if let Some(slot) = abort {
                 slot.set(conn.aborter()?);
@@ -313,7 +316,7 @@ impl Peer {
         };
         let pending = |err: Error, conn: Conn, before_response: bool| {
             let keep = err.kind == ErrorKind::Timeout && before_response;
-            (err, keep.then_some(Pending { conn }))
+            (err, keep.then(|| Box::new(Pending { conn })))
         };
         let mut conn = self.checkout(deadline).map_err(|e| (e, None))?;
         register(&conn).map_err(|e| (e, None))?;

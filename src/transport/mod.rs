@@ -138,7 +138,7 @@ impl Transport {
         req: &Req,
         deadline: Instant,
         abort: Option<&AbortSlot>,
-    ) -> std::result::Result<FrameStream, (Error, Option<PendingStream>)> {
+    ) -> std::result::Result<FrameStream, (Error, Option<Box<PendingStream>>)> {
         let path = format!("/{service}/{method}");
         let body = frame::encode(&req.encode_to_vec());
         let request = Request {
@@ -151,11 +151,13 @@ impl Transport {
         match self.peer.send_or_pending(&request, deadline, abort) {
             Ok((conn, head)) => self.opened(conn, head, method, deadline).map_err(|e| (e, None)),
             Err((e, pending)) => {
-                let pending = pending.map(|pending| PendingStream {
-                    pending,
-                    method: method.to_string(),
-                    max_frame_bytes: self.opts.max_frame_bytes,
-                    idle: self.opts.stream_idle_timeout,
+                let pending = pending.map(|pending| {
+                    Box::new(PendingStream {
+                        pending: *pending,
+                        method: method.to_string(),
+                        max_frame_bytes: self.opts.max_frame_bytes,
+                        idle: self.opts.stream_idle_timeout,
+                    })
                 });
                 Err((in_call(e, method), pending))
             }
