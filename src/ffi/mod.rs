@@ -318,3 +318,32 @@ pub(crate) fn into_handle<T>(v: T) -> *mut T {
 pub(crate) unsafe fn take_handle<T>(p: *mut T) -> Option<Box<T>> {
     (!p.is_null()).then(|| Box::from_raw(p))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The C statuses are the negated Rust kinds, each with a distinct name: the C enum and
+    /// `ErrorKind` cannot drift apart unnoticed.
+    #[test]
+    fn c_statuses_are_the_negated_error_kinds() {
+        let mut names = std::collections::HashSet::new();
+        for kind in ErrorKind::ALL {
+            let status = cursor_status::from_kind(kind);
+            assert_eq!(status as i32, -(kind as i32), "{kind:?}");
+            // SAFETY: cursor_status_name returns a static NUL-terminated string.
+            let name = unsafe { CStr::from_ptr(cursor_status_name(status as i32)) };
+            assert_eq!(name.to_str().unwrap(), kind.name());
+            assert!(names.insert(kind.name()), "duplicate name {}", kind.name());
+        }
+        assert_eq!(ErrorKind::ALL.len(), names.len());
+        assert_eq!(ErrorKind::ALL.last().map(|k| *k as i32), Some(ErrorKind::ALL.len() as i32));
+    }
+
+    #[test]
+    fn the_version_number_matches_the_version_string() {
+        let v = env!("CARGO_PKG_VERSION");
+        let parts: Vec<u32> = v.split('.').map(|p| p.parse().unwrap()).collect();
+        assert_eq!(cursor_sdk_version_number(), parts[0] * 10000 + parts[1] * 100 + parts[2]);
+    }
+}

@@ -687,6 +687,32 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The C enums carry the Rust values (and 0 for "invalid"), so the two cannot drift apart.
+    #[test]
+    fn c_enums_carry_the_rust_values() {
+        use cursor_run_status_t::*;
+        for (rust, c) in [
+            (RunStatus::Running, CURSOR_RUN_RUNNING),
+            (RunStatus::Finished, CURSOR_RUN_FINISHED),
+            (RunStatus::Error, CURSOR_RUN_ERROR),
+            (RunStatus::Cancelled, CURSOR_RUN_CANCELLED),
+            (RunStatus::Expired, CURSOR_RUN_EXPIRED),
+        ] {
+            assert_eq!(rust as i32, c as i32);
+        }
+        use cursor_event_kind_t::*;
+        for (rust, c) in [
+            (EventKind::Message, CURSOR_EVENT_MESSAGE),
+            (EventKind::Delta, CURSOR_EVENT_DELTA),
+            (EventKind::Step, CURSOR_EVENT_STEP),
+            (EventKind::Result, CURSOR_EVENT_RESULT),
+        ] {
+            assert_eq!(rust as i32, c as i32);
+        }
+        assert_eq!(CURSOR_RUN_INVALID as i32, 0);
+        assert_eq!(CURSOR_EVENT_INVALID as i32, 0);
+    }
+
     #[test]
     fn event_strings_static_for_common_types_copied_for_others() {
         let known = cursor_event::new(Event::new(EventKind::Message, "assistant", json!({}), None));
