@@ -81,7 +81,7 @@ run() { # run <label> <command...>
     start=$(date +%s)
     (cd "$SCRATCH" && env HOME="$SCRATCH/home" \
         CURSOR_SDK_TEST_DOUBLE="$DOUBLE" CURSOR_SDK_TEST_REAL_BRIDGE="$REAL" \
-        CURSOR_SDK_BRIDGE_BIN="$DOUBLE" CURSOR_SDK_TEST_TIME_SCALE="$SCALE" "$@") || die "$label failed (exit $?)"
+        CURSOR_SDK_BRIDGE_BIN="$DOUBLE" CURSOR_SDK_TEST_TIME_SCALE="$SCALE" CURSOR_SDK_TEST_MODE="$MODE" "$@") || die "$label failed (exit $?)"
     echo "== c-test ($MODE): $label passed in $(($(date +%s) - start)) s"
 }
 
