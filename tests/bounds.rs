@@ -228,3 +228,37 @@ fn freeing_a_run_never_waits_on_the_network() {
     std::thread::sleep(Duration::from_millis(IDLE_MS + 300));
     within(Duration::from_millis(100), "dropping the run", || drop(run));
 }
+
+#[test]
+fn recovery_against_a_stopped_bridge_ends_at_its_bound() {
+    // A second client reaches the bridge through a proxy whose connections the test can cut:
+    // the stream breaks while the bridge is stopped, so the re-attach meets a silent bridge.
+    let sb = Sandbox::new();
+    let owner = client(&sb, true);
+    let endpoint = owner.bridge_endpoint().unwrap();
+    let proxy = common::CutProxy::new(&endpoint.url);
+    let c = Client::new(cursor_sdk::ClientOptions {
+        bridge_url: Some(proxy.url.clone()),
+        bridge_token: Some(endpoint.token.clone()),
+        workspace: Some(sb.path()),
+        api_key: Some("test-dummy-key".into()),
+        request_timeout_ms: Some(REQUEST_MS),
+        stream_idle_timeout_ms: Some(IDLE_MS),
+        ..Default::default()
+    })
+    .unwrap();
+    let agent = c.create_agent(model()).unwrap();
+    let run = agent.send_text("scenario:slow:50").unwrap();
+    assert!(matches!(run.next_event(None).unwrap(), Next::Event(_)));
+    let _stop = Stopped::new(owner.bridge_pid().unwrap());
+    proxy.cut();
+    let bound = Duration::from_millis(IDLE_MS.max(REQUEST_MS) + 200);
+    let e = within(bound, "the re-attach", || loop {
+        match run.next_event(None) {
+            Ok(Next::Event(_)) => continue,
+            Ok(other) => panic!("the stream ended without an error: {other:?}"),
+            Err(e) => break e,
+        }
+    });
+    assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+}
