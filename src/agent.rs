@@ -122,7 +122,24 @@ impl Agent {
         };
         let reclaim = reclaim_stale_runs || self.reclaim_stale_runs.load(std::sync::atomic::Ordering::Relaxed);
         let run = match Run::start_send(self.run_ctx()?, &req) {
-            Err(e) if e.kind == ErrorKind::Busy => {
+            // Before cursor-sdk 1.0.27 the bridge refuses a busy agent with a bare "internal
+            // error": told apart the same way as a busy one.
+            Err(e) if e.kind == ErrorKind::Busy || crate::client::is_bare_internal(&e) => {
+                if self.client.link().streams_agent(&self.id) {
+                    if e.kind == ErrorKind::Busy {
+                        return Err(e);
+                    }
+                    let mut busy = Error::new(
+                        ErrorKind::Busy,
+                        format!(
+                            "agent {} already has an active run (the bridge said only \"internal error\")",
+                            self.id
+                        ),
+                    );
+                    busy.connect_code = e.connect_code;
+                    busy.http_status = e.http_status;
+                    return Err(busy);
+                }
                 let cwd = self.client.cwd_or_workspace(self.cwd.as_deref().unwrap_or(""));
                 match self.client.stale_run(&self.id, &cwd) {
                     Ok(Some(run_id)) if reclaim => {

@@ -825,21 +825,19 @@ impl Client {
         let delete =
             || self.unary::<_, proto::DeleteAgentResponse>(AGENTS, "DeleteAgent", &req, Idempotency::NotIdempotent);
         match delete() {
-            Err(e) if e.kind == ErrorKind::FailedPrecondition => {
-                let Some(run_id) = blocking_run(&e.message).filter(|r| !self.inner.link.is_live_run(r)) else {
-                    return Err(e);
+            Err(e) if e.kind == ErrorKind::FailedPrecondition || is_bare_internal(&e) => {
+                let cwd = req.options.as_ref().map(|o| o.cwd.clone()).unwrap_or_default();
+                // 1.1.0 names the blocking run; bridges before 1.0.27 say only "internal error",
+                // so the store is asked for a run no bridge of this client runs.
+                let run_id = match blocking_run(&e.message) {
+                    Some(r) if !self.inner.link.is_live_run(r) => r.to_string(),
+                    Some(_) => return Err(e),
+                    None => match self.stale_run(agent_id, &cwd)? {
+                        Some(r) => r,
+                        None => return Err(e),
+                    },
                 };
-                // The bridge only cancels runs in its registry; GetRun registers the queued one.
-                let get = proto::GetRunOptions {
-                    cwd: req.options.as_ref().map(|o| o.cwd.clone()).unwrap_or_default(),
-                    ..Default::default()
-                };
-                self.get_run(run_id, get)?;
-                let cancel = proto::CancelRunRequest {
-                    run_id: run_id.to_string(),
-                    agent_id: None,
-                };
-                self.unary::<_, proto::CancelRunResponse>(AGENTS, "CancelRun", &cancel, Idempotency::Idempotent)?;
+                self.cancel_run(agent_id, &run_id, Some(&cwd))?;
                 delete().map(drop)
             }
             other => other.map(drop),
@@ -1010,6 +1008,12 @@ fn local_store_args(o: &ClientOptions, has_store: bool, attached: bool) -> Resul
     }
     let json = serde_json::to_string(&config).map_err(|e| Error::internal(e.to_string()))?;
     Ok(vec!["--local-store".into(), json.into()])
+}
+
+/// The bare `internal` error (no message, no details) that bridges before cursor-sdk 1.0.27
+/// send for every failure that is not an SDK error, "already has active run" included.
+pub(crate) fn is_bare_internal(e: &Error) -> bool {
+    e.kind == ErrorKind::Internal && e.connect_code.as_deref() == Some("internal") && e.message == "internal error"
 }
 
 /// The run named by the bridge's "active run <id> is not terminal" refusal.

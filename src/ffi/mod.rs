@@ -337,13 +337,19 @@ mod tests {
             assert!(names.insert(kind.name()), "duplicate name {}", kind.name());
         }
         assert_eq!(ErrorKind::ALL.len(), names.len());
-        assert_eq!(ErrorKind::ALL.last().map(|k| *k as i32), Some(ErrorKind::ALL.len() as i32));
+        assert_eq!(
+            ErrorKind::ALL.last().map(|k| *k as i32),
+            Some(ErrorKind::ALL.len() as i32)
+        );
     }
 
     #[test]
     fn the_version_number_matches_the_version_string() {
         let v = env!("CARGO_PKG_VERSION");
         let parts: Vec<u32> = v.split('.').map(|p| p.parse().unwrap()).collect();
-        assert_eq!(cursor_sdk_version_number(), parts[0] * 10000 + parts[1] * 100 + parts[2]);
+        assert_eq!(
+            cursor_sdk_version_number(),
+            parts[0] * 10000 + parts[1] * 100 + parts[2]
+        );
     }
 }
