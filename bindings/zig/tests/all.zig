@@ -1,0 +1,5 @@
+//! The integration suites: the bridge double, then the real bridge.
+test {
+    _ = @import("double.zig");
+    _ = @import("real.zig");
+}
