@@ -23,6 +23,7 @@ fetch-bridge:
 test: fetch-bridge lint cross-check
 	$(CARGO) test --workspace --all-targets
 	$(MAKE) --no-print-directory c-all
+	$(MAKE) --no-print-directory zig-test
 	$(MAKE) --no-print-directory bench QUICK=1
 
 ## The library type-checked and clippy-clean for macOS (aarch64) and Windows, which CI cannot run.
@@ -97,3 +98,9 @@ bench: fetch-bridge
 
 clean:
 	$(CARGO) clean
+
+## --- Zig -------------------------------------------------------------------------------------
+## The Zig binding (bindings/zig) and examples/zig: Zig from PyPI (pinned) cached in .cache/.
+.PHONY: zig-test
+zig-test: fetch-bridge c-build
+	@./scripts/zig-test.sh
