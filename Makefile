@@ -104,3 +104,9 @@ clean:
 .PHONY: zig-test
 zig-test: fetch-bridge c-build
 	@./scripts/zig-test.sh
+
+## Stream throughput through the Zig layer vs the C ABI in one run (release build; QUICK=1: small).
+.PHONY: zig-bench
+zig-bench: fetch-bridge
+	$(CARGO) build --release -p cursor-sdk -p cursor-sdk-bridge-double
+	@QUICK="$(QUICK)" ./scripts/zig-bench.sh

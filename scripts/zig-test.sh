@@ -8,11 +8,9 @@
 # runs the examples against the double. Fails loudly, never skips: no python3/venv/PyPI means
 # no Zig, and that is an error.
 set -euo pipefail
-ZIG_VERSION=0.17.1
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=$ROOT/.cache
 BRIDGE_CACHE=${CURSOR_SDK_BRIDGE_CACHE:-$CACHE/bridge}
-VENV=$CACHE/zig-$ZIG_VERSION
 LIB=$ROOT/target/debug/libcursor_sdk.so
 DOUBLE=$ROOT/target/debug/cursor-sdk-bridge-double
 REAL=$BRIDGE_CACHE/cursor-sdk-1.1.0/bridge/bin/cursor-sdk-bridge
@@ -25,26 +23,7 @@ step() { echo "== zig-test: $*"; }
 [ -x "$DOUBLE" ] || die "$DOUBLE is missing: run 'cargo build --workspace' (make zig-test does)"
 [ -x "$REAL" ] || die "the real bridge $REAL is missing: run 'make fetch-bridge'"
 
-if [ ! -f "$VENV/.ready" ]; then
-    step "installing Zig $ZIG_VERSION from PyPI (ziglang) into $VENV"
-    command -v python3 >/dev/null || die "python3 is needed to install Zig from PyPI"
-    if ! python3 -c 'import ensurepip' 2>/dev/null; then
-        [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null ||
-            die "python3 cannot make a venv: install python3-venv"
-        (apt-get install -y --no-install-recommends python3-venv >/dev/null 2>&1 ||
-            { apt-get update >/dev/null && apt-get install -y --no-install-recommends python3-venv >/dev/null; }) ||
-            die "apt-get could not install python3-venv"
-    fi
-    rm -rf "$VENV"
-    python3 -m venv "$VENV" || die "python3 -m venv $VENV failed"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "ziglang==$ZIG_VERSION" ||
-        die "pip could not install ziglang==$ZIG_VERSION from PyPI"
-    touch "$VENV/.ready"
-fi
-ZIG=$("$VENV/bin/python" -c 'import ziglang, os; print(os.path.dirname(ziglang.__file__))')/zig
-[ -x "$ZIG" ] || die "no zig binary in the ziglang package ($ZIG)"
-[ "$("$ZIG" version)" = "$ZIG_VERSION" ] || die "zig reports $("$ZIG" version), expected $ZIG_VERSION"
-export ZIG_GLOBAL_CACHE_DIR=$CACHE/zig-global
+. "$ROOT/scripts/zig-env.sh" # sets ZIG (installing it once) and ZIG_GLOBAL_CACHE_DIR
 
 # An install-like prefix over the build tree: include/ and lib/ with the soname link.
 mkdir -p "$PREFIX/lib"
