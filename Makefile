@@ -23,6 +23,7 @@ fetch-bridge:
 test: fetch-bridge lint cross-check
 	$(CARGO) test --workspace --all-targets
 	$(MAKE) --no-print-directory c-all
+	$(MAKE) --no-print-directory zig-test
 	$(MAKE) --no-print-directory bench QUICK=1
 
 ## The library type-checked and clippy-clean for macOS (aarch64) and Windows, which CI cannot run.
@@ -97,3 +98,15 @@ bench: fetch-bridge
 
 clean:
 	$(CARGO) clean
+
+## --- Zig -------------------------------------------------------------------------------------
+## The Zig binding (bindings/zig) and examples/zig: Zig from PyPI (pinned) cached in .cache/.
+.PHONY: zig-test
+zig-test: fetch-bridge c-build
+	@./scripts/zig-test.sh
+
+## Stream throughput through the Zig layer vs the C ABI in one run (release build; QUICK=1: small).
+.PHONY: zig-bench
+zig-bench: fetch-bridge
+	$(CARGO) build --release -p cursor-sdk -p cursor-sdk-bridge-double
+	@QUICK="$(QUICK)" ./scripts/zig-bench.sh
