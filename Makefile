@@ -78,7 +78,8 @@ header:
 	@echo "include/cursor_sdk.h updated"
 
 ## Benchmarks (release build) vs the raw-socket floor and the official Python SDK; see BENCHMARKS.md.
-## Prints a table plus JSON (also in target/bench/results.json). QUICK=1: a small, fast version.
+## Prints a table plus JSON (also in target/bench/results.json), then the bindings' lines (each
+## against the C ABI in the same run). QUICK=1: a small, fast version.
 BENCH_VENV ?= $(CURDIR)/.cache/bench-venv
 BENCH_BIN := $(CURDIR)/target/bench
 CC ?= cc
@@ -95,6 +96,7 @@ bench: fetch-bridge
 		touch $(BENCH_VENV)/.cursor-sdk-1.1.0; }
 	python3 bench/run.py $(if $(QUICK),--quick) \
 		--bridge $(CURSOR_SDK_BRIDGE_CACHE)/cursor-sdk-1.1.0/bridge/bin/cursor-sdk-bridge
+	@$(MAKE) --no-print-directory zig-bench QUICK=$(QUICK)
 
 clean:
 	$(CARGO) clean
