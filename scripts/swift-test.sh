@@ -44,6 +44,7 @@ FLAGS=(-Xlinker -rpath -Xlinker "$LIBDIR"
 IN=(/usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TMPDIR=/tmp
     PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
     CURSOR_SDK_TEST_DOUBLE="$DOUBLE" CURSOR_SDK_TEST_REAL_BRIDGE="$REAL"
+    CURSOR_SDK_BRIDGE_BIN="$DOUBLE" CURSOR_API_KEY=test-dummy-key
     CURSOR_SDK_SWIFT_EXAMPLES="$ROOT/examples/swift")
 
 mount_cmds=""
