@@ -194,3 +194,63 @@ import Testing
         #expect(Cursor.libraryVersion == "0.1.0")
     }
 }
+
+/// Readers suspend instead of blocking: many runs read at once on a cooperative pool of a few
+/// threads, while a ticking task keeps its pace.
+@Suite(.timeLimit(.minutes(1))) struct ConcurrencyTests {
+    @Test func readersNeverBlockThePool() async throws {
+        let dir = try TempDir()
+        let client = try CursorClient(testOptions(bridge: Env.double, dir: dir))
+        let runs = try (0..<16).map { _ in try client.createAgent(.init(model: "composer-2")).send("scenario:slow:20") }
+        let start = ContinuousClock.now
+        let ticks = Task {
+            var n = 0
+            while !Task.isCancelled && elapsed(since: start) < 1 {
+                try? await Task.sleep(for: .milliseconds(10))
+                n += 1
+            }
+            return n
+        }
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for run in runs {
+                group.addTask {
+                    var n = 0
+                    for try await _ in run.text {
+                        n += 1
+                        if n == 10 { try run.cancel() }
+                    }
+                    return n
+                }
+            }
+            for try await n in group { #expect(n >= 10) }
+        }
+        // 16 readers on a 2-core pool: a blocked reader would hold a pool thread for the whole run.
+        let n = await ticks.value
+        #expect(n > 20, "the ticking task ran \(n) times in 1 s")
+        for run in runs { #expect(try await run.result.status == .cancelled) }
+    }
+
+    @Test func droppedRunsFreeTheirHandles() async throws {
+        let dir = try TempDir()
+        let client = try CursorClient(testOptions(bridge: Env.double, dir: dir))
+        let agent = try client.createAgent(.init(model: "composer-2"))
+        weak var watched: Run?
+        do {
+            let run = try agent.send("scenario:slow:20")
+            watched = run
+            var it = run.events.makeAsyncIterator()
+            _ = try await it.next()
+            try run.cancel()
+        }
+        // Dropping the run (half read, its pump running) freed it: nothing kept it alive.
+        #expect(watched == nil)
+        // The agent is free again once the cancelled run is over in the bridge.
+        var sent: Run?
+        for _ in 0..<50 where sent == nil {
+            sent = try? agent.send("hello")
+            if sent == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let run = try #require(sent)
+        #expect(try await run.result.status == .finished)
+    }
+}
