@@ -88,6 +88,8 @@ header:
 ## Benchmarks (release build) vs the raw-socket floor and the official Python SDK; see BENCHMARKS.md.
 ## Prints a table plus JSON (also in target/bench/results.json). QUICK=1: a small, fast version.
 BENCH_VENV ?= $(CURDIR)/.cache/bench-venv
+# The Swift line of the benchmark (bench/run.py's Swift block); empty to leave it out.
+export CURSOR_SDK_BENCH_SWIFT ?= $(CURDIR)/scripts/swift-bench.sh
 BENCH_BIN := $(CURDIR)/target/bench
 CC ?= cc
 bench: fetch-bridge
@@ -101,6 +103,7 @@ bench: fetch-bridge
 		$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check \
 			--find-links $(CURSOR_SDK_BRIDGE_CACHE)/wheels cursor-sdk==1.1.0 && \
 		touch $(BENCH_VENV)/.cursor-sdk-1.1.0; }
+	@$(if $(CURSOR_SDK_BENCH_SWIFT),$(CURSOR_SDK_BENCH_SWIFT) build)
 	python3 bench/run.py $(if $(QUICK),--quick) \
 		--bridge $(CURSOR_SDK_BRIDGE_CACHE)/cursor-sdk-1.1.0/bridge/bin/cursor-sdk-bridge
 

@@ -183,6 +183,8 @@ import Testing
         #expect(artifacts.map(\.path) == ["artifacts/report.txt"])
         #expect(try agent.downloadArtifact("artifacts/report.txt").count == 100_000)
 
+        #expect(try agent.usage()["usage"] != nil)
+
         try client.deleteAgent(others[1].id)
         #expect { try client.agentInfo(others[1].id) } throws: { ($0 as? CursorError)?.kind == .notFound }
     }

@@ -74,6 +74,27 @@ final class Sentinel: Sendable {}
         #expect(refused == nil)
     }
 
+    @Test func logHandlerGetsLinesAndIsReleased() throws {
+        let dir = try TempDir()
+        let lines = Mutex<[String]>([])
+        weak var watched: Sentinel?
+        do {
+            let s = Sentinel()
+            watched = s
+            Cursor.setLogHandler(level: .debug) { _, line in
+                _ = s
+                lines.withLock { $0.append(line) }
+            }
+        }
+        let client = try CursorClient(testOptions(bridge: Env.double, dir: dir) { $0.verbose = true })
+        try client.ping()
+        #expect(!lines.withLock { $0 }.isEmpty)
+        #expect(watched != nil)
+        // Removing the handler waits for its calls in progress, then releases it once.
+        Cursor.setLogHandler(nil)
+        #expect(watched == nil)
+    }
+
     /// A store keeping records in memory, counting its calls.
     final class MemoryStore: AgentStore {
         let records = Mutex<[String: JSONValue]>([:])
