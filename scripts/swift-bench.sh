@@ -2,7 +2,8 @@
 # The Swift line of `make bench`, run inside the Swift chroot (scripts/swift-toolchain.sh):
 #   swift-bench.sh build          release build of bench/swift/SwiftBench on target/release's library
 #   swift-bench.sh run ARGS...    runs swift-bench ARGS (see its main.swift) and prints its JSON
-# The bridges it measures are attached by URL, so they run on the host.
+# The bridges it measures are attached by URL, so they run on the host; the host's temp directory
+# (where bench/run.py keeps the workspace) is bind-mounted over the chroot's.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "swift-bench: FAILED: $*" >&2; exit 1; }
@@ -27,9 +28,12 @@ run)
 esac
 
 mkdir -p "$CHROOT$ROOT"
+TMP=$(realpath "${TMPDIR:-/tmp}")
+mkdir -p "$CHROOT$TMP"
 exec unshare --mount --propagation private bash -c "
     set -e
     mount -t proc proc $(q "$CHROOT/proc")
     mount --bind $(q "$ROOT") $(q "$CHROOT$ROOT")
+    mount --bind $(q "$TMP") $(q "$CHROOT$TMP")
     exec chroot $(q "$CHROOT") /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
         bash -c $(q "$INNER")"

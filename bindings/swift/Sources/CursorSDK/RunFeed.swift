@@ -106,6 +106,11 @@ final class RunPump: Sendable {
     private let feed: RunFeed
     /// An error the stream reported; the end (`CURSOR_END`) follows it.
     private let failure = Mutex<CursorError?>(nil)
+    /// Set by `stop()`: a drain in progress returns at its next event.
+    private let stopping = Atomic<Bool>(false)
+    /// Events per drain pass: the source fires again while the descriptor stays readable, so a
+    /// fast stream never holds the queue (and `stop()`) for long.
+    private static let passLimit = 4096
 
     init(raw: OpaquePointer, feed: RunFeed) throws(CursorError) {
         let fd = cursor_run_wait_fd(raw)
@@ -122,6 +127,7 @@ final class RunPump: Sendable {
 
     /// Stops reading; when it returns, no handler runs and none will (the run may be freed).
     func stop() {
+        stopping.store(true, ordering: .relaxed)
         source.cancel()
         stopped.wait()
         stopped.signal()  // stop() may be called again (idempotent)
@@ -129,7 +135,8 @@ final class RunPump: Sendable {
 
     private func drain() {
         var batch: [RunEvent] = []
-        while true {
+        for _ in 0..<Self.passLimit {
+            if stopping.load(ordering: .relaxed) { break }
             var ev: OpaquePointer?
             var err: OpaquePointer?
             let st = cursor_run_next_event(raw, 0, &ev, &err)
@@ -156,6 +163,7 @@ final class RunPump: Sendable {
                 failure.withLock { $0 = $0 ?? e }
             }
         }
+        feed.append(batch)
     }
 
     private func finish() {
