@@ -94,7 +94,7 @@ import Testing
         try run.cancel()
         try run.cancel()  // idempotent
         let result = try await run.result
-        #expect(elapsed(since: start) < 2)
+        #expect(elapsed(since: start) < 10)  // milliseconds normally; generous on a loaded machine
         #expect(result.status == .cancelled)
         #expect(run.status == .cancelled)
     }
@@ -198,7 +198,7 @@ import Testing
 }
 
 /// Readers suspend instead of blocking: many runs read at once on a cooperative pool of a few
-/// threads, while a ticking task keeps its pace.
+/// threads, while a ticking task keeps its pace. (scripts/swift-test.sh runs this suite alone.)
 @Suite(.timeLimit(.minutes(1))) struct ConcurrencyTests {
     @Test func readersNeverBlockThePool() async throws {
         let dir = try TempDir()
