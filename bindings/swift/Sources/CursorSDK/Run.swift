@@ -50,6 +50,9 @@ public final class Run: Sendable {
     /// The assistant's reply in chunks, as it streams.
     public var text: RunText { RunText(events: events, fromDeltas: textFromDeltas) }
 
+    /// The run's status changes (its `.status` events), as they stream.
+    public var statusUpdates: RunStatusUpdates { RunStatusUpdates(events: events) }
+
     /// How the run ended, once it has. A run that failed, expired or was cancelled still has a
     /// result (read `status` and `errorMessage`); a stream that broke throws.
     public var result: RunResult {
@@ -124,4 +127,23 @@ public struct RunText: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(events: events.makeAsyncIterator(), fromDeltas: fromDeltas)
     }
+}
+
+/// A run's status changes (see `Run.statusUpdates`).
+public struct RunStatusUpdates: AsyncSequence, Sendable {
+    public typealias Element = RunStatus
+    let events: RunEvents
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var events: RunEvents.AsyncIterator
+
+        public mutating func next() async throws -> RunStatus? {
+            while let e = try await events.next() {
+                if case .status(let s, _) = e { return s }
+            }
+            return nil
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(events: events.makeAsyncIterator()) }
 }

@@ -84,6 +84,9 @@ import Testing
         #expect(result.status == .error)
         #expect(result.errorMessage?.contains("scripted failure") == true)
         #expect(run.status == .error)
+        var statuses: [RunStatus] = []
+        for try await s in run.statusUpdates { statuses.append(s) }
+        #expect(statuses == [.running, .error])
     }
 
     @Test func cancelEndsTheRun() async throws {
