@@ -18,6 +18,7 @@ REAL=$CACHE/cursor-sdk-1.1.0/bridge/bin/cursor-sdk-bridge
 [ -f "$LIB" ] || die "$LIB is missing: run 'cargo build --workspace' (make swift-test does)"
 [ -x "$DOUBLE" ] || die "$DOUBLE is missing: run 'cargo build --workspace' (make swift-test does)"
 [ -x "$REAL" ] || die "the real bridge $REAL is missing: run 'make fetch-bridge'"
+[ "$(id -u)" = 0 ] || die "the Swift suite runs in a chroot (unshare, mount, chroot): run it as root"
 
 CHROOT=$("$ROOT/scripts/swift-toolchain.sh") || die "no Swift toolchain (see above)"
 
