@@ -24,6 +24,7 @@ test: fetch-bridge lint cross-check
 	$(CARGO) test --workspace --all-targets
 	$(MAKE) --no-print-directory c-all
 	$(MAKE) --no-print-directory zig-test
+	$(MAKE) --no-print-directory swift-test
 	$(MAKE) --no-print-directory bench QUICK=1
 
 ## The library type-checked and clippy-clean for macOS (aarch64) and Windows, which CI cannot run.
@@ -63,6 +64,14 @@ install:
 consumer-test: c-tools c-build
 	@./scripts/consumer-test.sh
 
+## --- Swift ---------------------------------------------------------------------------------
+## The Swift binding (bindings/swift) and examples/swift, built warning-free (complete concurrency
+## checking) and tested on the double and the real bridge, in a Debian trixie chroot with swiftlang
+## 6.0.3 (.cache/swift-trixie, made on first use: about 2 min, 2.6 GB; needs root).
+.PHONY: swift-test
+swift-test: fetch-bridge c-build
+	@./scripts/swift-test.sh
+
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
@@ -81,6 +90,8 @@ header:
 ## Prints a table plus JSON (also in target/bench/results.json), then the bindings' lines (each
 ## against the C ABI in the same run). QUICK=1: a small, fast version.
 BENCH_VENV ?= $(CURDIR)/.cache/bench-venv
+# The Swift line of the benchmark (bench/run.py's Swift block); empty to leave it out.
+export CURSOR_SDK_BENCH_SWIFT ?= $(CURDIR)/scripts/swift-bench.sh
 BENCH_BIN := $(CURDIR)/target/bench
 CC ?= cc
 bench: fetch-bridge
@@ -94,6 +105,7 @@ bench: fetch-bridge
 		$(BENCH_VENV)/bin/pip install --quiet --disable-pip-version-check \
 			--find-links $(CURSOR_SDK_BRIDGE_CACHE)/wheels cursor-sdk==1.1.0 && \
 		touch $(BENCH_VENV)/.cursor-sdk-1.1.0; }
+	@$(if $(CURSOR_SDK_BENCH_SWIFT),$(CURSOR_SDK_BENCH_SWIFT) build)
 	python3 bench/run.py $(if $(QUICK),--quick) \
 		--bridge $(CURSOR_SDK_BRIDGE_CACHE)/cursor-sdk-1.1.0/bridge/bin/cursor-sdk-bridge
 	@$(MAKE) --no-print-directory zig-bench QUICK=$(QUICK)

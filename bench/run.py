@@ -308,6 +308,38 @@ def main():
             "targets": ">= 3x faster than Python; median <= 150 us",
             "method": "the double's scenario:toolseq times each CallCustomTool from request write to full response",
         }
+        # ---- Swift (bindings/swift) ----------------------------------------- begin Swift block
+        # The Swift layer against the C ABI in the same run, same double: stream throughput (events
+        # read through `run.events`) and ping, alternating C and Swift. CURSOR_SDK_BENCH_SWIFT is
+        # scripts/swift-bench.sh (the Makefile builds it first); the program runs in the Swift chroot.
+        swift = os.environ.get("CURSOR_SDK_BENCH_SWIFT")
+        if swift:
+            log(f"swift: stream {n_stream} events x {reps_stream} and ping {n_ping} x {rounds_ping}, C vs Swift, double")
+            sw = {"c": [], "swift": [], "c_ping": [], "swift_ping": []}
+            for _ in range(reps_stream):
+                sw["c"].append(run_json([bench_sdk, "stream", dattach, str(n_stream)]))
+                sw["swift"].append(run_json([swift, "run", "stream", dattach, str(n_stream)]))
+            for _ in range(rounds_ping):
+                sw["c_ping"] += run_json([bench_sdk, "ping", dattach, str(n_ping)])["ns"]
+                sw["swift_ping"] += run_json([swift, "run", "ping", dattach, str(n_ping)])["ns"]
+            sc, ss = stream_fig(sw["c"], "events"), stream_fig(sw["swift"], "events")
+            M["swift"] = {
+                "stream": {"unit": "events/s", "c_abi": sc, "swift": ss,
+                           "ns_per_event_c": 1e9 / sc["median_events_per_s"],
+                           "ns_per_event_swift": 1e9 / ss["median_events_per_s"],
+                           "ratio_swift_vs_c_per_event": ratio(sc["median_events_per_s"], ss["median_events_per_s"])},
+                "ping": {"unit": "us", "c_abi": {"median_us": us(med(sw["c_ping"])), "p99_us": us(pct(sw["c_ping"], 99))},
+                         "swift": {"median_us": us(med(sw["swift_ping"])), "p99_us": us(pct(sw["swift_ping"], 99))},
+                         "ratio_swift_vs_c": ratio(med(sw["swift_ping"]), med(sw["c_ping"]))},
+                "targets": "Swift layer <= 1.5x the C ABI per event",
+            }
+            st_, pg_ = M["swift"]["stream"], M["swift"]["ping"]
+            # (main() binds `f` to a file later, so the module's f() formatter is not usable here.)
+            log("swift: stream %.0f ev/s vs C %.0f (%.2fx per event; target <= 1.5x); ping %.1f us vs C %.1f us" % (
+                st_["swift"]["median_events_per_s"], st_["c_abi"]["median_events_per_s"],
+                st_["ratio_swift_vs_c_per_event"], pg_["swift"]["median_us"], pg_["c_abi"]["median_us"]))
+        # ------------------------------------------------------------------------ end Swift block
+
         dbl.stop()
         bridges.remove(dbl)
 
