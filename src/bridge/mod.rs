@@ -17,6 +17,8 @@ use std::time::Duration;
 use crate::error::{Error, ErrorKind, Result};
 
 #[cfg(unix)]
+mod fds;
+#[cfg(unix)]
 mod launcher;
 #[cfg(unix)]
 mod lifeline;

@@ -90,11 +90,16 @@ pub fn spawn(
 }
 
 /// The supervisor starts with an empty signal mask and default dispositions, whatever the
-/// spawning thread had (see `signals.rs`).
+/// spawning thread had (see `signals.rs`), and none of the host's other descriptors (`fds.rs`).
 #[cfg(not(target_os = "linux"))]
 fn spawn_command(mut cmd: Command) -> std::io::Result<Child> {
-    // SAFETY: reset_for_exec is async-signal-safe.
-    unsafe { cmd.pre_exec(super::signals::reset_for_exec) };
+    // SAFETY: reset_for_exec and cloexec_inherited are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            super::fds::cloexec_inherited();
+            super::signals::reset_for_exec()
+        })
+    };
     cmd.spawn()
 }
 
@@ -102,16 +107,17 @@ fn spawn_command(mut cmd: Command) -> std::io::Result<Child> {
 /// forked the child exits, not the process, so the fork happens on one long-lived spawner thread
 /// that never exits: a user thread that creates a client and ends must not kill the bridge.
 /// The spawner starts with every signal blocked, and the supervisor with an empty mask and
-/// default dispositions (see `signals.rs`).
+/// default dispositions (see `signals.rs`) and none of the host's other descriptors (`fds.rs`).
 #[cfg(target_os = "linux")]
 fn spawn_command(mut cmd: Command) -> std::io::Result<Child> {
     let (reply_tx, reply_rx) = std::sync::mpsc::channel();
     let job: Job = Box::new(move || {
         let parent = std::process::id() as libc::pid_t;
-        // SAFETY: only async-signal-safe calls (sigaction, sigprocmask, prctl, getppid) between
-        // fork and exec.
+        // SAFETY: only async-signal-safe calls (close_range/fcntl, sigaction, sigprocmask, prctl,
+        // getppid) between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
+                super::fds::cloexec_inherited();
                 super::signals::reset_for_exec()?;
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP as libc::c_ulong, 0, 0, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
