@@ -221,7 +221,14 @@ pub unsafe extern "C" fn cursor_run_next_event(
                 Ok(cursor_status::CURSOR_OK)
             }
             Next::Timeout => Ok(cursor_status::CURSOR_TIMEOUT),
-            Next::End => Ok(cursor_status::CURSOR_END),
+            Next::End => {
+                // The end may be seen before the reader's last wake-up lands: the descriptor
+                // stays readable from the end on, as documented, either way.
+                if let Some(n) = &notifier {
+                    n.signal();
+                }
+                Ok(cursor_status::CURSOR_END)
+            }
         }
     })
 }
