@@ -306,7 +306,9 @@ fn check_struct_finding<'a>(buf: &'a [u8], depth: u32, find: &[u8]) -> Result<(b
         }
         finite &= entry_finite;
         if !find.is_empty() && name == find {
-            found = Some(value.unwrap_or_default());
+            // No value is an empty one (JSON null); `entry`, emptied, still lies in the frame,
+            // where the caller takes its range (a static `b""` would not).
+            found = Some(value.unwrap_or(entry));
         }
     }
     Ok((finite, found))
@@ -754,6 +756,19 @@ pub(crate) mod tests {
             &[ld(5, &inner(b"a")), ld(6, &[]), ld(5, &inner(b"b"))].concat(),
         )]));
         assert_eq!(sdk_frame(&replaced).unwrap().unwrap().payload, json!({"k": {"b": "v"}}));
+    }
+
+    #[test]
+    fn a_message_key_without_a_value_is_null_not_a_panic() {
+        // Found by fuzz/struct_json: the range of the missing value was taken from a static
+        // empty slice, outside the frame (an overflow, then an out-of-range slice).
+        let no_value = ld(1, &[ld(1, b"message"), ld(6, b"x")].concat());
+        let frame = ld(1, &[ld(1, b"assistant"), ld(2, &no_value)].concat());
+        let fast = sdk_frame(&frame).unwrap().unwrap();
+        assert_eq!(fast.payload, json!({"message": null}));
+        let scanned = scan(&frame).unwrap().unwrap();
+        assert_eq!(scanned.text, TextAt::Empty);
+        assert!(scanned.inner.unwrap().is_empty());
     }
 
     #[test]
