@@ -274,12 +274,21 @@ fn check_struct_finding<'a>(buf: &'a [u8], depth: u32, find: &[u8]) -> Result<(b
     if depth > MAX_DEPTH {
         return Err("recursion limit reached");
     }
-    let (mut finite, mut found) = (true, None);
+    // The keys whose last value so far holds a non-finite number: a later entry with the same
+    // key replaces it (map semantics). Allocates only when there is one.
+    let (mut non_finite, mut found): (Vec<&[u8]>, _) = (Vec::new(), None);
+    let mut note = |name: &'a [u8], finite: bool| {
+        if !finite {
+            non_finite.push(name);
+        } else if !non_finite.is_empty() {
+            non_finite.retain(|k| *k != name);
+        }
+    };
     for entry in items(buf) {
         let mut entry = entry?;
         if let Some((name, value)) = canonical_entry(entry) {
             utf8_ok(name)?;
-            finite &= check_value(value, depth + 1)?;
+            note(name, check_value(value, depth + 1)?);
             if !find.is_empty() && name == find {
                 found = Some(value);
             }
@@ -304,14 +313,14 @@ fn check_struct_finding<'a>(buf: &'a [u8], depth: u32, find: &[u8]) -> Result<(b
                 _ => skip(wire, &mut entry)?,
             }
         }
-        finite &= entry_finite;
+        note(name, entry_finite);
         if !find.is_empty() && name == find {
             // No value is an empty one (JSON null); `entry`, emptied, still lies in the frame,
             // where the caller takes its range (a static `b""` would not).
             found = Some(value.unwrap_or(entry));
         }
     }
-    Ok((finite, found))
+    Ok((non_finite.is_empty(), found))
 }
 
 fn check_value(mut buf: &[u8], depth: u32) -> Result<bool, Bad> {
@@ -372,7 +381,8 @@ fn check_list(buf: &[u8], depth: u32) -> Result<bool, Bad> {
 /// `Struct { map<string, Value> fields = 1; }`; `Ok(None)` when a number is not finite.
 fn decode_struct(buf: &[u8]) -> Result<Option<Map<String, Value>>, Bad> {
     let mut map = Map::new();
-    let mut finite = true;
+    // As in `check_struct_finding`: a later entry with the same key replaces a non-finite one.
+    let mut non_finite = Vec::new();
     for entry in items(buf) {
         let mut entry = entry?;
         let (mut name, mut value) = (String::new(), Some(Value::Null));
@@ -386,12 +396,16 @@ fn decode_struct(buf: &[u8]) -> Result<Option<Map<String, Value>>, Bad> {
         }
         match value {
             Some(v) => {
+                non_finite.retain(|k| *k != name);
                 map.insert(name, v);
             }
-            None => finite = false,
+            None => {
+                map.remove(&name);
+                non_finite.push(name);
+            }
         }
     }
-    Ok(finite.then_some(map))
+    Ok(non_finite.is_empty().then_some(map))
 }
 
 /// `Value { oneof kind { null = 1; number = 2; string = 3; bool = 4; struct = 5; list = 6; } }`;
@@ -769,6 +783,31 @@ pub(crate) mod tests {
         let scanned = scan(&frame).unwrap().unwrap();
         assert_eq!(scanned.text, TextAt::Empty);
         assert!(scanned.inner.unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_key_repeated_after_a_non_finite_value_replaces_it() {
+        // Found by fuzz/struct_json: the map keeps the last value of a key, so a NaN that a later
+        // entry replaces does not null the payload.
+        let nan = [vec![2 << 3 | 1], f64::NAN.to_le_bytes().to_vec()].concat();
+        let entry = |k: &[u8], v: &[u8]| ld(1, &[ld(1, k), ld(2, v)].concat());
+        let sdk = |body: Vec<u8>| ld(1, &[ld(1, b"x"), ld(2, &body)].concat());
+        let replaced = sdk([
+            entry(b"a", &nan),
+            entry(b"b", &nan),
+            entry(b"a", &ld(3, b"s")),
+            entry(b"b", &[]),
+        ]
+        .concat());
+        let kept = sdk([entry(b"a", &ld(3, b"s")), entry(b"a", &nan)].concat());
+        for (frame, want) in [(replaced, json!({"a": "s", "b": null})), (kept, Value::Null)] {
+            assert_eq!(sdk_frame(&frame).unwrap().unwrap().payload, want);
+            let Some(Envelope::SdkMessage(m)) = proto::RunStreamMessage::decode(frame.as_slice()).unwrap().envelope
+            else {
+                panic!()
+            };
+            assert_eq!(crate::run::struct_to_json(m.message.unwrap()), want);
+        }
     }
 
     #[test]
