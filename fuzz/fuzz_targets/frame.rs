@@ -70,7 +70,7 @@ impl Read for Chopped<'_> {
             self.state ^= self.state << 13;
             self.state ^= self.state >> 17;
             self.state ^= self.state << 5;
-            if self.state % 11 == 0 {
+            if self.state.is_multiple_of(11) {
                 return Err(io::ErrorKind::Interrupted.into());
             }
             n = n.min(1 + (self.state % 512) as usize);
