@@ -26,6 +26,7 @@ test: fetch-bridge lint cross-check
 	$(MAKE) --no-print-directory zig-test
 	$(MAKE) --no-print-directory swift-test
 	$(MAKE) --no-print-directory bench QUICK=1
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
 
 ## The library type-checked and clippy-clean for macOS (aarch64) and Windows, which CI cannot run.
 cross-check:
@@ -124,3 +125,11 @@ zig-test: fetch-bridge c-build
 zig-bench: fetch-bridge
 	$(CARGO) build --release -p cursor-sdk -p cursor-sdk-bridge-double
 	@QUICK="$(QUICK)" ./scripts/zig-bench.sh
+
+## --- Fuzzing ---------------------------------------------------------------------------------
+## Every fuzz target (fuzz/, cargo-fuzz on stable, cached in .cache/) for FUZZ_SECONDS each
+## (default 300) from its committed seeds; fails on a crash (input in fuzz/artifacts/). `make
+## test` runs each for 15 s. FUZZ_TARGETS="frame options" picks some; FUZZ_LINT=1 adds clippy.
+.PHONY: fuzz
+fuzz:
+	@FUZZ_SECONDS="$(FUZZ_SECONDS)" ./scripts/fuzz.sh

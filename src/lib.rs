@@ -12,6 +12,7 @@ pub mod compat;
 pub mod error;
 pub mod ffi;
 pub mod fork;
+pub mod fuzzing;
 mod link;
 pub mod log;
 pub mod message;

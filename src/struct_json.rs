@@ -7,17 +7,18 @@
 //! nesting depth) and notes where its parts lie, allocating nothing. The JSON payload is built
 //! later, only if asked for ([`payload`]), and an assistant message's text is read without it
 //! ([`append_assistant_text`], or the range the scan found). Every other envelope takes the
-//! generated decoder, and so does an `sdk_message` whose message fields repeat on the wire
-//! (protobuf merges those; no encoder writes them).
+//! generated decoder, and so does an `sdk_message` holding fields that protobuf merges (a
+//! repeated message field, a map entry's value twice, a struct or list kind twice in a row) or a
+//! group: no encoder writes those.
 //!
 //! The results equal `struct_to_json(prost decode)`: the same JSON, `Null` for a payload holding
 //! a NaN or infinite number, last-wins for repeated scalars, oneof kinds and map keys, unknown
-//! fields skipped.
+//! fields skipped, and the same frames refused (a known field with a wrong wire type included).
 
 use std::ops::Range;
 
 use prost::bytes::Buf;
-use prost::encoding::{decode_varint, skip_field, DecodeContext, WireType};
+use prost::encoding::{decode_varint, WireType};
 use serde_json::{Map, Number, Value};
 
 /// Deepest nesting of structs and lists accepted (prost's own recursion limit).
@@ -65,12 +66,13 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
             (4, WireType::LengthDelimited) => take(&mut buf)
                 .and_then(|o| utf8_ok(o).map(|_| offset = Some(at(o))))
                 .map(|_| true),
+            (1 | 4, _) => Err(WIRE),
             (2 | 3 | 5 | 6, _) => Ok(false),
-            _ => skip(wire, tag, &mut buf).map(|_| true),
+            _ => skip(wire, &mut buf).map(|_| true),
         });
         match step {
             Ok(true) => {}
-            Ok(false) => return None,
+            Ok(false) | Err(FALLBACK) => return None,
             Err(e) => return Some(Err(e)),
         }
     }
@@ -94,7 +96,8 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
                     let (f, found) = check_struct_finding(m, 0, b"message")?;
                     (finite, body, inner) = (f, Some(at(m)), found.map(&at));
                 }
-                _ => skip(wire, tag, &mut buf)?,
+                (1 | 2, _) => return Err(WIRE),
+                _ => skip(wire, &mut buf)?,
             }
         }
         let text = match &inner {
@@ -122,7 +125,7 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
             text,
         }))
     })()
-    .transpose()
+    .map_or_else(|e| (e != FALLBACK).then_some(Err(e)), |s| s.map(Ok))
 }
 
 /// The JSON of a Struct that [`scan`] checked (`Null` if it holds a non-finite number).
@@ -177,7 +180,8 @@ fn items(mut buf: &[u8]) -> impl Iterator<Item = Result<&[u8], Bad>> {
         while !buf.is_empty() {
             let item = key(&mut buf).and_then(|(tag, wire)| match (tag, wire) {
                 (1, WireType::LengthDelimited) => take(&mut buf).map(Some),
-                _ => skip(wire, tag, &mut buf).map(|_| None),
+                (1, _) => Err(WIRE),
+                _ => skip(wire, &mut buf).map(|_| None),
             });
             match item {
                 Ok(Some(item)) => return Some(Ok(item)),
@@ -204,7 +208,7 @@ fn fields(strukt: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
             let step = match (tag, wire) {
                 (1, WireType::LengthDelimited) => take(&mut entry).map(|x| k = x),
                 (2, WireType::LengthDelimited) => take(&mut entry).map(|x| v = x),
-                _ => skip(wire, tag, &mut entry),
+                _ => skip(wire, &mut entry),
             };
             if step.is_err() {
                 break;
@@ -251,10 +255,10 @@ fn as_kind(mut value: &[u8], kind: u32) -> Option<&[u8]> {
         match (tag, wire) {
             (3 | 5 | 6, WireType::LengthDelimited) => last = Some((tag, take(&mut value).ok()?)),
             (1 | 4, WireType::Varint) | (2, WireType::SixtyFourBit) => {
-                skip(wire, tag, &mut value).ok()?;
+                skip(wire, &mut value).ok()?;
                 last = Some((tag, b""));
             }
-            _ => skip(wire, tag, &mut value).ok()?,
+            _ => skip(wire, &mut value).ok()?,
         }
     }
     last.filter(|(t, _)| *t == kind).map(|(_, b)| b)
@@ -270,18 +274,27 @@ fn check_struct_finding<'a>(buf: &'a [u8], depth: u32, find: &[u8]) -> Result<(b
     if depth > MAX_DEPTH {
         return Err("recursion limit reached");
     }
-    let (mut finite, mut found) = (true, None);
+    // The keys whose last value so far holds a non-finite number: a later entry with the same
+    // key replaces it (map semantics). Allocates only when there is one.
+    let (mut non_finite, mut found): (Vec<&[u8]>, _) = (Vec::new(), None);
+    let mut note = |name: &'a [u8], finite: bool| {
+        if !finite {
+            non_finite.push(name);
+        } else if !non_finite.is_empty() {
+            non_finite.retain(|k| *k != name);
+        }
+    };
     for entry in items(buf) {
         let mut entry = entry?;
         if let Some((name, value)) = canonical_entry(entry) {
             utf8_ok(name)?;
-            finite &= check_value(value, depth + 1)?;
+            note(name, check_value(value, depth + 1)?);
             if !find.is_empty() && name == find {
                 found = Some(value);
             }
             continue;
         }
-        let (mut name, mut value, mut entry_finite): (&[u8], &[u8], bool) = (b"", b"", true);
+        let (mut name, mut value, mut entry_finite): (&[u8], Option<&[u8]>, bool) = (b"", None, true);
         while !entry.is_empty() {
             let (tag, wire) = key(&mut entry)?;
             match (tag, wire) {
@@ -289,19 +302,25 @@ fn check_struct_finding<'a>(buf: &'a [u8], depth: u32, find: &[u8]) -> Result<(b
                     name = take(&mut entry)?;
                     utf8_ok(name)?;
                 }
+                // A second value is merged into the first by protobuf.
+                (2, WireType::LengthDelimited) if value.is_some() => return Err(FALLBACK),
                 (2, WireType::LengthDelimited) => {
-                    value = take(&mut entry)?;
-                    entry_finite = check_value(value, depth + 1)?;
+                    let v = take(&mut entry)?;
+                    entry_finite = check_value(v, depth + 1)?;
+                    value = Some(v);
                 }
-                _ => skip(wire, tag, &mut entry)?,
+                (1 | 2, _) => return Err(WIRE),
+                _ => skip(wire, &mut entry)?,
             }
         }
-        finite &= entry_finite;
+        note(name, entry_finite);
         if !find.is_empty() && name == find {
-            found = Some(value);
+            // No value is an empty one (JSON null); `entry`, emptied, still lies in the frame,
+            // where the caller takes its range (a static `b""` would not).
+            found = Some(value.unwrap_or(entry));
         }
     }
-    Ok((finite, found))
+    Ok((non_finite.is_empty(), found))
 }
 
 fn check_value(mut buf: &[u8], depth: u32) -> Result<bool, Bad> {
@@ -319,9 +338,16 @@ fn check_value(mut buf: &[u8], depth: u32) -> Result<bool, Bad> {
             }
         }
     }
-    let mut finite = true;
+    let (mut finite, mut kind) = (true, 0);
     while !buf.is_empty() {
         let (tag, wire) = key(&mut buf)?;
+        // Protobuf merges a struct or list into the same kind just before it.
+        if matches!(tag, 5 | 6) && tag == kind {
+            return Err(FALLBACK);
+        }
+        if (1..=6).contains(&tag) {
+            kind = tag;
+        }
         // Like the decoder, a later kind replaces an earlier one, non-finite number included.
         match (tag, wire) {
             (1 | 4, WireType::Varint) => finite = varint(&mut buf).map(|_| true)?,
@@ -334,7 +360,8 @@ fn check_value(mut buf: &[u8], depth: u32) -> Result<bool, Bad> {
             (3, WireType::LengthDelimited) => finite = utf8_ok(take(&mut buf)?).map(|_| true)?,
             (5, WireType::LengthDelimited) => finite = check_struct(take(&mut buf)?, depth)?,
             (6, WireType::LengthDelimited) => finite = check_list(take(&mut buf)?, depth)?,
-            _ => skip(wire, tag, &mut buf)?,
+            (1..=6, _) => return Err(WIRE),
+            _ => skip(wire, &mut buf)?,
         }
     }
     Ok(finite)
@@ -354,7 +381,8 @@ fn check_list(buf: &[u8], depth: u32) -> Result<bool, Bad> {
 /// `Struct { map<string, Value> fields = 1; }`; `Ok(None)` when a number is not finite.
 fn decode_struct(buf: &[u8]) -> Result<Option<Map<String, Value>>, Bad> {
     let mut map = Map::new();
-    let mut finite = true;
+    // As in `check_struct_finding`: a later entry with the same key replaces a non-finite one.
+    let mut non_finite = Vec::new();
     for entry in items(buf) {
         let mut entry = entry?;
         let (mut name, mut value) = (String::new(), Some(Value::Null));
@@ -363,17 +391,21 @@ fn decode_struct(buf: &[u8]) -> Result<Option<Map<String, Value>>, Bad> {
             match (tag, wire) {
                 (1, WireType::LengthDelimited) => name = take(&mut entry).and_then(utf8)?,
                 (2, WireType::LengthDelimited) => value = decode_value(take(&mut entry)?)?,
-                _ => skip(wire, tag, &mut entry)?,
+                _ => skip(wire, &mut entry)?,
             }
         }
         match value {
             Some(v) => {
+                non_finite.retain(|k| *k != name);
                 map.insert(name, v);
             }
-            None => finite = false,
+            None => {
+                map.remove(&name);
+                non_finite.push(name);
+            }
         }
     }
-    Ok(finite.then_some(map))
+    Ok(non_finite.is_empty().then_some(map))
 }
 
 /// `Value { oneof kind { null = 1; number = 2; string = 3; bool = 4; struct = 5; list = 6; } }`;
@@ -398,7 +430,7 @@ fn decode_value(mut buf: &[u8]) -> Result<Option<Value>, Bad> {
             (5, WireType::LengthDelimited) => decode_struct(take(&mut buf)?)?.map(Value::Object),
             (6, WireType::LengthDelimited) => decode_list(take(&mut buf)?)?,
             _ => {
-                skip(wire, tag, &mut buf)?;
+                skip(wire, &mut buf)?;
                 continue;
             }
         };
@@ -423,13 +455,19 @@ fn decode_list(buf: &[u8]) -> Result<Option<Value>, Bad> {
 type Bad = &'static str;
 
 const UNDERFLOW: Bad = "buffer underflow";
+/// A known field with another wire type than its own (the generated decoder refuses it too).
+const WIRE: Bad = "invalid wire type";
+/// Not refused, but not for the fast path: fields that protobuf merges, or a group (no encoder
+/// writes either); [`scan`] leaves the frame to the generated decoder.
+const FALLBACK: Bad = "merged fields or a group";
 
 #[inline(always)]
 fn key(buf: &mut &[u8]) -> Result<(u32, WireType), Bad> {
     let k = varint(buf)?;
     let wire = WireType::try_from(k & 7).map_err(|_| "invalid wire type")?;
-    match u32::try_from(k >> 3) {
-        Ok(tag) if tag > 0 => Ok((tag, wire)),
+    // Keys beyond 32 bits are refused, as the generated decoder does.
+    match u32::try_from(k) {
+        Ok(k) if k >> 3 > 0 => Ok((k >> 3, wire)),
         _ => Err("invalid tag"),
     }
 }
@@ -446,7 +484,7 @@ fn varint(buf: &mut &[u8]) -> Result<u64, Bad> {
 }
 
 #[inline]
-fn skip(wire: WireType, tag: u32, buf: &mut &[u8]) -> Result<(), Bad> {
+fn skip(wire: WireType, buf: &mut &[u8]) -> Result<(), Bad> {
     let fixed = |buf: &mut &[u8], n: usize| match buf.get(n..) {
         Some(rest) => {
             *buf = rest;
@@ -459,7 +497,8 @@ fn skip(wire: WireType, tag: u32, buf: &mut &[u8]) -> Result<(), Bad> {
         WireType::SixtyFourBit => fixed(buf, 8),
         WireType::ThirtyTwoBit => fixed(buf, 4),
         WireType::LengthDelimited => take(buf).map(drop),
-        _ => skip_field(wire, tag, buf, DecodeContext::default()).map_err(|_| "invalid group"),
+        WireType::StartGroup => Err(FALLBACK),
+        WireType::EndGroup => Err("unexpected end group tag"),
     }
 }
 
@@ -660,6 +699,115 @@ pub(crate) mod tests {
             offset: None,
         };
         assert!(sdk_frame(&done.encode_to_vec()).is_none());
+    }
+
+    /// What the generated decoder makes of a frame the fast path refuses or leaves to it.
+    fn generated(frame: &[u8]) -> Result<proto::RunStreamMessage, prost::DecodeError> {
+        proto::RunStreamMessage::decode(frame)
+    }
+
+    #[test]
+    fn wrong_wire_types_are_refused_like_the_generated_decoder() {
+        // Found by fuzz/struct_json: a known field with another wire type was skipped as unknown.
+        let fuzzed = [
+            10, 36, 8, 8, 8, 8, 8, 8, 120, 120, 120, 120, 120, 120, 120, 120, 120, 120, 120, 120, 120, 120, 120, 120,
+            120, 120, 120, 120, 120, 8, 8, 8, 8, 8, 8, 8, 8, 8, 13, 8, 8, 47, 32,
+        ];
+        let entry = |v: &[u8]| ld(1, &[ld(1, b"k"), ld(2, v)].concat());
+        let sdk = |body: &[u8]| ld(1, &[ld(1, b"assistant"), ld(2, body)].concat());
+        let frames: [Vec<u8>; 7] = [
+            fuzzed.to_vec(),
+            [sdk(&[]), vec![4 << 3, 1]].concat(), // offset as a varint
+            [sdk(&[]), vec![1 << 3, 1]].concat(), // sdk_message as a varint
+            ld(1, &[ld(1, b"x"), vec![2 << 3 | 5, 0, 0, 0, 0]].concat()), // payload as fixed32
+            sdk(&[1 << 3, 1]),                    // Struct entries as a varint
+            sdk(&ld(1, &[1 << 3, 1])),            // an entry's key as a varint
+            sdk(&entry(&[3 << 3, 1])),            // a string Value as a varint
+        ];
+        for (i, f) in frames.iter().enumerate() {
+            assert_eq!(scan(f).unwrap().unwrap_err(), WIRE, "frame {i}");
+            assert!(generated(f).is_err(), "frame {i}");
+        }
+        // A key beyond 32 bits (a field number that fits, once shifted).
+        let mut wide = sdk(&[]);
+        wide.extend([0x80, 0x80, 0x80, 0x80, 0x20, 0]);
+        assert!(scan(&wide).unwrap().is_err());
+        assert!(generated(&wide).is_err());
+    }
+
+    #[test]
+    fn fields_protobuf_merges_and_groups_take_the_generated_decoder() {
+        let entry = |parts: &[Vec<u8>]| ld(1, &[vec![ld(1, b"k")], parts.to_vec()].concat().concat());
+        let sdk = |body: &[u8]| ld(1, &[ld(1, b"assistant"), ld(2, body)].concat());
+        let inner = |k: &[u8]| ld(1, &[ld(1, k), ld(2, &ld(3, b"v"))].concat());
+        let frames = [
+            // An entry's value twice: merged (the second has no kind, so the first stays).
+            sdk(&entry(&[ld(2, &ld(3, b"x")), ld(2, &[])])),
+            // A struct kind twice in a row: the maps are merged.
+            sdk(&entry(&[ld(2, &[ld(5, &inner(b"a")), ld(5, &inner(b"b"))].concat())])),
+            // A list kind twice, an unknown field between: the lists are joined.
+            sdk(&entry(&[ld(
+                2,
+                &[ld(6, &ld(1, &ld(3, b"a"))), vec![7 << 3, 0], ld(6, &[])].concat(),
+            )])),
+            // A group (an unknown field).
+            [sdk(&[]), vec![9 << 3 | 3, 9 << 3 | 4]].concat(),
+        ];
+        for (i, f) in frames.iter().enumerate() {
+            assert!(scan(f).is_none(), "frame {i}: {:?}", scan(f));
+            assert!(generated(f).is_ok(), "frame {i}");
+        }
+        let Some(Envelope::SdkMessage(m)) = generated(&frames[1]).unwrap().envelope else {
+            panic!()
+        };
+        assert_eq!(
+            crate::run::struct_to_json(m.message.unwrap()),
+            json!({"k": {"a": "v", "b": "v"}})
+        );
+        // A struct then a list then a struct: the last kind replaces, no merge; the fast path.
+        let replaced = sdk(&entry(&[ld(
+            2,
+            &[ld(5, &inner(b"a")), ld(6, &[]), ld(5, &inner(b"b"))].concat(),
+        )]));
+        assert_eq!(sdk_frame(&replaced).unwrap().unwrap().payload, json!({"k": {"b": "v"}}));
+    }
+
+    #[test]
+    fn a_message_key_without_a_value_is_null_not_a_panic() {
+        // Found by fuzz/struct_json: the range of the missing value was taken from a static
+        // empty slice, outside the frame (an overflow, then an out-of-range slice).
+        let no_value = ld(1, &[ld(1, b"message"), ld(6, b"x")].concat());
+        let frame = ld(1, &[ld(1, b"assistant"), ld(2, &no_value)].concat());
+        let fast = sdk_frame(&frame).unwrap().unwrap();
+        assert_eq!(fast.payload, json!({"message": null}));
+        let scanned = scan(&frame).unwrap().unwrap();
+        assert_eq!(scanned.text, TextAt::Empty);
+        assert!(scanned.inner.unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_key_repeated_after_a_non_finite_value_replaces_it() {
+        // Found by fuzz/struct_json: the map keeps the last value of a key, so a NaN that a later
+        // entry replaces does not null the payload.
+        let nan = [vec![2 << 3 | 1], f64::NAN.to_le_bytes().to_vec()].concat();
+        let entry = |k: &[u8], v: &[u8]| ld(1, &[ld(1, k), ld(2, v)].concat());
+        let sdk = |body: Vec<u8>| ld(1, &[ld(1, b"x"), ld(2, &body)].concat());
+        let replaced = sdk([
+            entry(b"a", &nan),
+            entry(b"b", &nan),
+            entry(b"a", &ld(3, b"s")),
+            entry(b"b", &[]),
+        ]
+        .concat());
+        let kept = sdk([entry(b"a", &ld(3, b"s")), entry(b"a", &nan)].concat());
+        for (frame, want) in [(replaced, json!({"a": "s", "b": null})), (kept, Value::Null)] {
+            assert_eq!(sdk_frame(&frame).unwrap().unwrap().payload, want);
+            let Some(Envelope::SdkMessage(m)) = proto::RunStreamMessage::decode(frame.as_slice()).unwrap().envelope
+            else {
+                panic!()
+            };
+            assert_eq!(crate::run::struct_to_json(m.message.unwrap()), want);
+        }
     }
 
     #[test]
