@@ -658,11 +658,14 @@ impl Notifier {
         }
     }
 
+    /// Drains the pipe, then lowers the flag. In this order a `signal` racing with the drain
+    /// is never lost: either its byte stays (it came after the drain), or its event is seen by
+    /// the caller's look after the clear, which signals again.
     fn clear(&self) {
-        self.signaled.store(false, Ordering::Release);
         let mut buf = [0u8; 64];
         // SAFETY: draining our own non-blocking pipe.
         while unsafe { libc::read(self.fds[0], buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+        self.signaled.store(false, Ordering::Release);
     }
 }
 
