@@ -3,24 +3,14 @@
 //! would break anything running beside it.
 #![cfg(target_os = "linux")]
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::Duration;
 
-use cursor_sdk::bridge::{self, LaunchOptions, ManagedBridge};
+use cursor_sdk::bridge::{LaunchOptions, ManagedBridge};
 
-fn bridge_bin() -> PathBuf {
-    let cache = std::env::var_os(bridge::ENV_BRIDGE_CACHE)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.cache/bridge")));
-    let bin = cache.join(bridge::CACHE_RELATIVE_BIN);
-    assert!(
-        bin.exists(),
-        "the real bridge is missing at {}: run `make fetch-bridge` (or set CURSOR_SDK_BRIDGE_CACHE)",
-        bin.display()
-    );
-    bin
-}
+/// The real bridge (`tests/common`): a missing bridge fails loudly instead of skipping.
+use common::real_bridge as bridge_bin;
 
 fn get_limit() -> libc::rlimit {
     let mut l = libc::rlimit {

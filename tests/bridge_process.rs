@@ -1,6 +1,8 @@
 //! The managed bridge against the REAL cursor-sdk-bridge (fetched by `make fetch-bridge`).
 #![cfg(unix)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -12,20 +14,8 @@ use std::time::{Duration, Instant};
 use cursor_sdk::bridge::{self, LaunchOptions, ManagedBridge};
 use cursor_sdk::ErrorKind;
 
-/// The real bridge; a missing bridge fails loudly instead of skipping.
-fn bridge_bin() -> PathBuf {
-    let cache = std::env::var_os(bridge::ENV_BRIDGE_CACHE)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.cache/bridge")));
-    let bin = cache.join(bridge::CACHE_RELATIVE_BIN);
-    assert!(
-        bin.exists(),
-        "the real bridge is missing at {}: run `make fetch-bridge` (or set CURSOR_SDK_BRIDGE_CACHE)",
-        bin.display()
-    );
-    bin
-}
+/// The real bridge (`tests/common`): a missing bridge fails loudly instead of skipping.
+use common::real_bridge as bridge_bin;
 
 /// A scratch directory, removed on drop.
 fn temp_dir(tag: &str) -> tempfile::TempDir {

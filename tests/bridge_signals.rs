@@ -4,24 +4,14 @@
 //! the spawner thread is created by the first launch of the process, which must be this one.
 #![cfg(target_os = "linux")]
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::{Duration, Instant};
 
-use cursor_sdk::bridge::{self, LaunchOptions, ManagedBridge};
+use cursor_sdk::bridge::{LaunchOptions, ManagedBridge};
 
-fn bridge_bin() -> PathBuf {
-    let cache = std::env::var_os(bridge::ENV_BRIDGE_CACHE)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.cache/bridge")));
-    let bin = cache.join(bridge::CACHE_RELATIVE_BIN);
-    assert!(
-        bin.exists(),
-        "the real bridge is missing at {}: run `make fetch-bridge` (or set CURSOR_SDK_BRIDGE_CACHE)",
-        bin.display()
-    );
-    bin
-}
+/// The real bridge (`tests/common`): a missing bridge fails loudly instead of skipping.
+use common::real_bridge as bridge_bin;
 
 /// A hex mask field (`SigBlk`, `SigIgn`…) of a `/proc/…/status` file.
 fn mask(status_file: &str, field: &str) -> u64 {
