@@ -257,7 +257,7 @@ impl Agent {
             agent_id: self.id.clone(),
             path: path.to_string(),
         };
-        let (_, mut stream) = self.client.stream(AGENTS, "DownloadArtifact", &req)?;
+        let mut stream = self.client.stream(AGENTS, "DownloadArtifact", &req)?;
         // Surface errors (unknown agent, local agent) now rather than on first read.
         let first = next_chunk(&mut stream)?;
         Ok(ArtifactReader {

@@ -118,11 +118,8 @@ impl ClientOptions {
                 .map_err(|e| Error::invalid_argument(format!("client options: bridgeUrl: {}", e.message)))?;
         }
         if let Some(token) = &self.bridge_token {
-            if token.trim().is_empty() || token.trim().bytes().any(|b| b.is_ascii_control() || b == b' ') {
-                return Err(Error::invalid_argument(
-                    "client options: bridgeToken: empty or contains spaces or control characters",
-                ));
-            }
+            crate::transport::http::check_token(token.trim())
+                .map_err(|e| Error::invalid_argument(format!("client options: bridgeToken: {}", e.message)))?;
         }
         if let Some(w) = &self.workspace {
             if !w.is_dir() {
@@ -541,20 +538,10 @@ impl Client {
             .unary(&conn, service, method, req, idempotency, CallOpts::default())
     }
 
-    /// Opens a server stream (launching the bridge if needed); the connection comes along so a
-    /// run knows which bridge it belongs to.
-    pub(crate) fn stream<Req: prost::Message>(
-        &self,
-        service: &str,
-        method: &str,
-        req: &Req,
-    ) -> Result<(Arc<Connection>, FrameStream)> {
+    /// Opens a server stream (launching the bridge if needed).
+    pub(crate) fn stream<Req: prost::Message>(&self, service: &str, method: &str, req: &Req) -> Result<FrameStream> {
         let conn = self.connection()?;
-        let stream = self
-            .inner
-            .link
-            .stream(&conn, service, method, req, CallOpts::default())?;
-        Ok((conn, stream))
+        self.inner.link.stream(&conn, service, method, req, CallOpts::default())
     }
 
     /// The key to send: the explicit one, else the client's; never empty.

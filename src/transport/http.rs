@@ -266,6 +266,16 @@ pub fn check_base_url(base_url: &str) -> Result<&str> {
     }
 }
 
+/// Checks a bearer token: not empty, no spaces or control characters (it goes into a header).
+pub fn check_token(token: &str) -> Result<()> {
+    if token.is_empty() || token.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+        return Err(Error::invalid_argument(
+            "bridge token is empty or contains spaces or control characters",
+        ));
+    }
+    Ok(())
+}
+
 impl Peer {
     /// `base_url` is `http://host:port` (as the bridge's ready line or attach options give it).
     pub fn new(base_url: &str, token: &str) -> Result<Peer> {
@@ -275,11 +285,7 @@ impl Peer {
             .map_err(|e| Error::invalid_argument(format!("bridge URL {base_url:?}: {e}")))?
             .next()
             .ok_or_else(|| Error::invalid_argument(format!("bridge URL {base_url:?} resolves to nothing")))?;
-        if token.is_empty() || token.bytes().any(|b| b.is_ascii_control()) {
-            return Err(Error::invalid_argument(
-                "bridge token is empty or contains control characters",
-            ));
-        }
+        check_token(token)?;
         Ok(Peer {
             addr,
             host_header: authority.to_string(),
