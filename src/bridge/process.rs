@@ -316,10 +316,22 @@ impl Process {
 
     fn join_finished_threads(&self) {
         let me = std::thread::current().id();
+        // A thread that has reported its end (exit status, stderr EOF) only returns after that:
+        // joining it is bounded, and waiting for is_finished alone would race with its return.
+        let (exited, eof) = {
+            let st = self.state.0.lock();
+            (st.exit.is_some(), st.stderr_eof)
+        };
+        let ended = |h: &JoinHandle<()>| {
+            let signalled = if h.thread().id() == self.stderr_thread {
+                eof
+            } else {
+                exited
+            };
+            h.thread().id() != me && (signalled || h.is_finished())
+        };
         let mut threads = self.threads.lock();
-        let (done, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut *threads)
-            .into_iter()
-            .partition(|h| h.is_finished() && h.thread().id() != me);
+        let (done, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut *threads).into_iter().partition(ended);
         for h in done {
             let _ = h.join();
         }
