@@ -424,7 +424,10 @@ impl Client {
         let bridge = ManagedBridge::launch(&launch)?;
         let transport = Transport::new(bridge.base_url(), bridge.token(), topts)?;
         let conn = Connection::new(transport, Some(bridge));
-        self.register_tool_callback(&conn)?;
+        if let Err(e) = self.register_tool_callback(&conn) {
+            // A bridge that died right after its ready line is reported as such.
+            return Err(self.inner.link.explain(&Arc::new(conn), e));
+        }
         Ok(conn)
     }
 

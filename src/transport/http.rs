@@ -31,6 +31,8 @@ pub struct Socket {
     stream: TcpStream,
     deadline: Option<Instant>,
     idle_timeout: Option<Duration>,
+    /// When the frame being waited for must be whole (see [`Socket::arm_idle`]).
+    idle_deadline: Option<Instant>,
     /// The read timeout last set on the socket, so a stream's reads (a fixed idle timeout)
     /// cost one syscall each, not two.
     applied_read: Option<Option<Duration>>,
@@ -47,8 +49,18 @@ impl Socket {
         self.idle_timeout
     }
 
+    /// Starts the wait for the next stream frame: it must be whole within the idle timeout,
+    /// so a peer that trickles a frame a byte at a time is as dead as a silent one.
+    pub fn arm_idle(&mut self) {
+        self.idle_deadline = self.idle_timeout.map(|d| Instant::now() + d);
+    }
+
     fn timeout(&self) -> io::Result<Option<Duration>> {
-        let until_deadline = match self.deadline {
+        let deadline = match (self.deadline, self.idle_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let until_deadline = match deadline {
             Some(d) => {
                 let left = d.saturating_duration_since(Instant::now());
                 if left.is_zero() {
@@ -109,6 +121,7 @@ impl Conn {
                     stream,
                     deadline: None,
                     idle_timeout: None,
+                    idle_deadline: None,
                     applied_read: None,
                 },
             ),
@@ -488,6 +501,15 @@ impl Body {
         if out.len() > cap {
             return Err(Error::protocol(format!("response body exceeds the {cap} byte cap")));
         }
+        if let Body::Sized(t) = self {
+            if t.limit() > 0 {
+                return Err(Error::protocol(format!(
+                    "connection closed inside the response body ({} of {} bytes)",
+                    out.len(),
+                    out.len() as u64 + t.limit()
+                )));
+            }
+        }
         Ok(out)
     }
 
@@ -616,6 +638,49 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(e.kind, ErrorKind::Protocol);
+    }
+
+    #[test]
+    fn a_sized_body_cut_short_is_an_error() {
+        let (url, _h) = serve(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc".to_vec()]);
+        let peer = Peer::new(&url, "t").unwrap();
+        let (conn, head) = peer
+            .send(&req(true), Instant::now() + Duration::from_secs(5), None)
+            .unwrap();
+        let e = Body::new(conn, &head).read_all(1024).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Protocol);
+        assert!(e.message.contains("3 of 10 bytes"), "{e}");
+    }
+
+    #[test]
+    fn an_armed_idle_timeout_bounds_a_trickle() {
+        // One byte every 50 ms never lets a read time out; the armed wait still ends.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let h = thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let _ = s.read(&mut [0u8; 4096]);
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\n");
+            for _ in 0..40 {
+                thread::sleep(Duration::from_millis(50));
+                if s.write_all(b"x").is_err() {
+                    break;
+                }
+            }
+        });
+        let peer = Peer::new(&url, "t").unwrap();
+        let (mut conn, head) = peer
+            .send(&req(false), Instant::now() + Duration::from_secs(5), None)
+            .unwrap();
+        conn.socket_mut().set_limits(None, Some(Duration::from_millis(300)));
+        let mut body = Body::new(conn, &head);
+        body.socket_mut().arm_idle();
+        let t0 = Instant::now();
+        let e = body.read_all(1 << 20).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+        drop(body);
+        h.join().unwrap();
     }
 
     #[test]

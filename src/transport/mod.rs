@@ -255,6 +255,7 @@ pub struct FrameStream {
 impl FrameStream {
     /// The next message payload, or `None` after a clean end-of-stream frame.
     pub fn next_payload(&mut self) -> Result<Option<Vec<u8>>> {
+        self.reader.get_mut().socket_mut().arm_idle();
         match self.reader.next_frame() {
             Ok(Frame::Message(p)) => Ok(Some(p)),
             Ok(Frame::End) => Ok(None),
@@ -265,6 +266,7 @@ impl FrameStream {
     /// Every complete frame that has arrived, reading only when none has (see
     /// [`FrameReader::next_batch`]).
     pub fn next_batch(&mut self) -> Result<FrameBatch> {
+        self.reader.get_mut().socket_mut().arm_idle();
         self.reader.next_batch().map_err(|e| in_call(e, &self.method))
     }
 
