@@ -20,7 +20,7 @@
 //!
 //! | wire fault (fake peer) | unary call | stream |
 //! | --- | --- | --- |
-//! | truncated frame / body | `truncated_unary_body` | `truncated_frame` |
+//! | truncated frame / body | `truncated_unary_body` | `truncated_frame` (no run id yet), `truncated_frame_recovers` (live run: re-attached) |
 //! | frame over the cap (`maxFrameBytes`) | — (64 MiB body cap) | `frame_over_the_cap` |
 //! | bad end-of-stream (not JSON, wrong flags, EOF without end) | — | `bad_end_of_stream` |
 //! | response that never ends (head then silence; a byte at a time) | `unary_response_that_never_ends` | `stream_that_never_ends` |
@@ -939,6 +939,129 @@ fn truncated_frame() {
     case().assert_next_client_works();
 }
 
+/// A proto `sdk_message` frame of this type and JSON payload, with an offset.
+fn sdk_frame(ty: &str, payload: Value, offset: u32) -> Vec<u8> {
+    use cursor_sdk::proto::{run_stream_message::Envelope, RunStreamMessage, SdkMessage};
+    use prost::Message;
+    let m = RunStreamMessage {
+        envelope: Some(Envelope::SdkMessage(SdkMessage {
+            r#type: ty.into(),
+            message: Some(serde_json::from_value(payload).unwrap()),
+        })),
+        offset: Some(offset.to_string()),
+    };
+    frame(0, &m.encode_to_vec())
+}
+
+/// The result and done frames of a finished run, then the end frame.
+fn finished_frames(run_id: &str) -> Vec<u8> {
+    use cursor_sdk::proto::{
+        run_stream_message::Envelope, RunResult, RunStreamDone, RunStreamMessage, RunStreamResult,
+    };
+    use prost::Message;
+    let finished = cursor_sdk::proto::RunLifecycleStatus::Finished as i32;
+    let result = RunStreamMessage {
+        envelope: Some(Envelope::Result(RunStreamResult {
+            agent_id: "agent-fake".into(),
+            run_id: run_id.into(),
+            status: finished,
+            result: Some(RunResult {
+                run_id: run_id.into(),
+                agent_id: "agent-fake".into(),
+                status: finished,
+                result: "done".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })),
+        offset: None,
+    };
+    let done = RunStreamMessage {
+        envelope: Some(Envelope::Done(RunStreamDone {
+            agent_id: "agent-fake".into(),
+            run_id: run_id.into(),
+        })),
+        offset: None,
+    };
+    concat(&[
+        &frame(0, &result.encode_to_vec()),
+        &frame(0, &done.encode_to_vec()),
+        &frame(2, b"{}"),
+    ])
+}
+
+/// A truncated frame in a live run's `Send` stream: the library re-attaches with `ObserveRun`
+/// (the recovery rule) and delivers the rest once; when that stream is cut too, the run ends
+/// with the protocol error.
+fn truncated_frame_recovers() {
+    let msg = |n: u32| sdk_frame("assistant", json!({"run_id": "run-f", "n": n}), n);
+    let cut = msg(3);
+    let send = concat(&[&stream_head(), &msg(1), &msg(2), &cut[..cut.len() - 4]]);
+    let log = concat(&[
+        &stream_head(),
+        &sdk_frame("request", json!({"run_id": "run-f"}), 1),
+        &msg(1),
+        &msg(2),
+        &msg(3),
+        &finished_frames("run-f"),
+    ]);
+    for observe_ok in [true, false] {
+        let k = case();
+        let observed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (send, log, o2) = (send.clone(), log.clone(), observed.clone());
+        let peer = FakePeer::new(move |path| {
+            if path.ends_with("/ObserveRun") {
+                o2.fetch_add(1, Ordering::SeqCst);
+                Reply::Bytes(if observe_ok { log.clone() } else { send.clone() })
+            } else {
+                Reply::Bytes(send.clone())
+            }
+        });
+        let c = peer.client(&k, None);
+        let agent = c.agent_handle("agent-fake", None);
+        let run = agent.send_text("hi").unwrap();
+        let what = if observe_ok {
+            "truncated frame, recovered"
+        } else {
+            "truncated frame, recovery cut too"
+        };
+        let (events, _) = within(AT_ONCE, what, || {
+            let mut events = Vec::new();
+            loop {
+                match run.next_event(Some(Duration::from_secs(30))) {
+                    Ok(Next::Event(e)) => events.push((e.r#type.clone(), e.payload()["n"].as_f64())),
+                    Ok(Next::End) => break Ok(events),
+                    Ok(other) => panic!("{other:?}"),
+                    Err(e) => break Err(e),
+                }
+            }
+        });
+        assert!(observed.load(Ordering::SeqCst) >= 1, "no re-attach was tried");
+        if observe_ok {
+            let events = events.unwrap();
+            let n = |t: &str, n: f64| (t.to_string(), Some(n));
+            assert_eq!(
+                events,
+                [
+                    n("assistant", 1.0),
+                    n("assistant", 2.0),
+                    n("assistant", 3.0),
+                    ("result".to_string(), None)
+                ],
+                "each message once, in order"
+            );
+            let result = run.wait().unwrap();
+            assert_eq!(result.status, RunStatus::Finished, "{result:?}");
+        } else {
+            let e = events.unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
+            assert_eq!(run.status(), RunStatus::Error);
+        }
+        drop((run, agent, c, peer));
+        k.assert_clean(&[]);
+    }
+}
+
 fn truncated_unary_body() {
     let k = case();
     // Declares 10 bytes, sends 3, closes.
@@ -1070,6 +1193,7 @@ const CASES: &[(&str, fn())] = &[
     ("kill_at_shutdown", kill_at_shutdown),
     ("stop_at_shutdown", stop_at_shutdown),
     ("truncated_frame", truncated_frame),
+    ("truncated_frame_recovers", truncated_frame_recovers),
     ("truncated_unary_body", truncated_unary_body),
     ("frame_over_the_cap", frame_over_the_cap),
     ("bad_end_of_stream", bad_end_of_stream),
