@@ -33,4 +33,17 @@ H.run(':CursorCancel stops a streaming turn', function()
   end, 'the turn cancelled before it started to end')
   assert(s.status == 'cancelled', 'status ' .. tostring(s.status))
   assert(not H.buffer_text(s.buf):find('chunk 100 ', 1, true), 'the early cancel was lost')
+
+  -- Wiping the answer buffer cancels its run, which is then freed.
+  vim.cmd('CursorAsk scenario:slow:20')
+  s = sdk.last
+  H.wait(20000, function()
+    return H.buffer_text(s.buf):find('chunk 2 ', 1, true) ~= nil
+  end, 'two chunks')
+  vim.cmd('bwipeout! ' .. s.buf)
+  H.wait(10000, function()
+    return s.done
+  end, 'the run of the wiped buffer to end')
+  assert(s.status == 'cancelled', 'status ' .. tostring(s.status))
+  assert(s.run == nil and s.agent == nil, 'the run and agent were not freed')
 end)

@@ -20,6 +20,7 @@ local L, C -- the loaded library (cursor_sdk.ffi), once needed
 local client -- cursor_client *, once needed
 local tool_poll -- poll handle on the client's tool descriptor
 local works = 0 -- create+send jobs on the thread pool (they use the client)
+local live = {} -- sessions whose run handle is held (freed as the run ends, or at shutdown)
 
 local function lib()
   if not C then
@@ -189,7 +190,7 @@ local function finish(s)
   end
   C.cursor_run_free(s.run)
   C.cursor_agent_free(s.agent)
-  s.run, s.agent = nil, nil
+  s.run, s.agent, live[s] = nil, nil, nil
   -- JSON nulls decode to vim.NIL.
   local function str(v)
     return type(v) == 'string' and v or nil
@@ -271,6 +272,19 @@ function M.ask(prompt)
   local s = { buf = open_buffer(prompt), prompt = prompt, col = 0 }
   M.sessions[s.buf] = s
   M.last = s
+  -- Wiping the answer buffer cancels its run (which is then freed as it ends).
+  vim.api.nvim_create_autocmd('BufWipeout', {
+    buffer = s.buf,
+    once = true,
+    callback = function()
+      M.sessions[s.buf] = nil
+      if s.run then
+        C.cursor_run_cancel(s.run, nil)
+      else
+        s.cancel_requested = true
+      end
+    end,
+  })
   local agent_opts = M.config.agent and vim.json.encode(M.config.agent) or ''
   works = works + 1
   local work = uv.new_work(create_and_send, function(agent_n, run_n, msg)
@@ -285,6 +299,7 @@ function M.ask(prompt)
       return
     end
     s.agent, s.run = ffi.cast('cursor_agent *', agent_n), ffi.cast('cursor_run *', run_n)
+    live[s] = true
     if s.cancel_requested then
       C.cursor_run_cancel(s.run, nil)
     end
@@ -318,15 +333,13 @@ function M.shutdown()
   vim.wait(10000, function()
     return works == 0
   end, 10)
-  for _, s in pairs(M.sessions) do
-    if s.run then
-      s.poll:stop()
-      s.poll:close()
-      C.cursor_run_cancel(s.run, nil)
-      C.cursor_run_free(s.run)
-      C.cursor_agent_free(s.agent)
-      s.run, s.agent = nil, nil
-    end
+  for s in pairs(live) do
+    s.poll:stop()
+    s.poll:close()
+    C.cursor_run_cancel(s.run, nil)
+    C.cursor_run_free(s.run)
+    C.cursor_agent_free(s.agent)
+    s.run, s.agent, live[s] = nil, nil, nil
   end
   if tool_poll then
     tool_poll:stop()
