@@ -966,7 +966,8 @@ void cursor_tool_call_free(cursor_tool_call *CURSOR_NULLABLE call);
 /// their loop. A call left unanswered is answered with an error after the tool timeout, and
 /// `cursor_client_free` answers every queued or handed-over call still unanswered with the error
 /// "the client was closed before the tool answered" (completing one afterwards is
-/// `CURSOR_E_USAGE`). Does not block. After `cursor_client_free` has begun, fails with
+/// `CURSOR_E_USAGE`). The queue is bounded: each waiting call holds one of the callback
+/// server's 64 connections, and further calls wait in the bridge. Does not block. After `cursor_client_free` has begun, fails with
 /// `CURSOR_E_USAGE`.
 ///
 /// # Safety
