@@ -43,7 +43,7 @@ mkdir -p "$SCRATCH/home"
 # What the C preprocessor makes of the header: test_cdef.lua compares the plugin's reading of it.
 "${CC:-cc}" -E -P -x c include/cursor_sdk.h -o "$SCRATCH/cursor_sdk.i" || die "preprocessing include/cursor_sdk.h"
 
-for t in cdef stream cancel tools real_offline; do
+for t in cdef stream cancel tools errors real_offline; do
     start=$(date +%s)
     (cd "$SCRATCH" && env HOME="$SCRATCH/home" CURSOR_SDK_LIB="$LIB" CURSOR_SDK_HEADER="$ROOT/include/cursor_sdk.h" \
         CURSOR_SDK_TEST_DOUBLE="$DOUBLE" CURSOR_SDK_TEST_REAL_BRIDGE="$REAL" CURSOR_NVIM_HEADER_I="$SCRATCH/cursor_sdk.i" \

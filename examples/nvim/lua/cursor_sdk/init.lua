@@ -239,8 +239,15 @@ local function pump(s)
       end
       finish(s)
       break
+    elseif s.error_seen then
+      -- An error is reported once and CURSOR_END follows; a second one (e.g. CURSOR_E_USAGE)
+      -- means the handle cannot be read any more: end here rather than spin.
+      local e = take_error(err)
+      s.error = s.error or e
+      finish(s)
+      break
     else
-      s.error = take_error(err) -- reported once; CURSOR_END follows
+      s.error, s.error_seen = take_error(err), true
     end
   end
   if #chunks > 0 then
