@@ -24,6 +24,7 @@ test: fetch-bridge lint cross-check
 	$(CARGO) test --workspace --all-targets
 	$(MAKE) --no-print-directory c-all
 	$(MAKE) --no-print-directory zig-test
+	$(MAKE) --no-print-directory nvim-test
 	$(MAKE) --no-print-directory swift-test
 	$(MAKE) --no-print-directory bench QUICK=1
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
@@ -125,6 +126,13 @@ zig-test: fetch-bridge c-build
 zig-bench: fetch-bridge
 	$(CARGO) build --release -p cursor-sdk -p cursor-sdk-bridge-double
 	@QUICK="$(QUICK)" ./scripts/zig-bench.sh
+
+## --- Neovim ----------------------------------------------------------------------------------
+## The Neovim plugin (examples/nvim, LuaJIT FFI) in headless Neovim 0.7+ (Debian's neovim,
+## installed when missing) on the double and the real bridge.
+.PHONY: nvim-test
+nvim-test: fetch-bridge c-build
+	@./scripts/nvim-test.sh
 
 ## --- Fuzzing ---------------------------------------------------------------------------------
 ## Every fuzz target (fuzz/, cargo-fuzz on stable, cached in .cache/) for FUZZ_SECONDS each

@@ -958,6 +958,48 @@ cursor_status cursor_tool_call_fail(cursor_tool_call *call,
 /// `call` must be NULL or a call handle not yet freed.
 void cursor_tool_call_free(cursor_tool_call *CURSOR_NULLABLE call);
 
+/// Registers a queued tool: like `cursor_client_add_tool` (same name rules, scope and
+/// replacement; `description` may be NULL; `input_schema_json` may be NULL, meaning
+/// `{"type":"object"}`), but no callback runs on a library thread. Each call waits on the client until
+/// `cursor_client_next_tool_call` hands it over, for hosts that must answer on their own thread
+/// (event loops, scripting VMs such as LuaJIT, game engines); `cursor_client_tool_fd` wakes
+/// their loop. A call left unanswered is answered with an error after the tool timeout, and
+/// `cursor_client_free` answers every queued or handed-over call still unanswered with the error
+/// "the client was closed before the tool answered" (completing one afterwards is
+/// `CURSOR_E_USAGE`). The queue is bounded: each waiting call holds one of the callback
+/// server's 64 connections, and further calls wait in the bridge. Does not block. After `cursor_client_free` has begun, fails with
+/// `CURSOR_E_USAGE`.
+///
+/// # Safety
+/// `c` a live client; strings NUL-terminated (or NULL where allowed); `err` NULL or valid.
+cursor_status cursor_client_add_queued_tool(cursor_client *c,
+                                            const char *name,
+                                            const char *CURSOR_NULLABLE description,
+                                            const char *CURSOR_NULLABLE input_schema_json,
+                                            cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
+
+/// Hands over the oldest queued tool call: `CURSOR_OK` with `*out` owned by you (answer it
+/// with `cursor_tool_call_complete`/`cursor_tool_call_fail`, from any thread, and free it with
+/// `cursor_tool_call_free`), or `CURSOR_TIMEOUT` with `*out` NULL when none is queued. Never
+/// blocks (it only takes a short lock). Safe from any thread; each call is handed over once.
+///
+/// # Safety
+/// `c` a live client; `out` a valid pointer; `err` NULL or valid.
+cursor_status cursor_client_next_tool_call(cursor_client *c,
+                                           cursor_tool_call *CURSOR_NULLABLE *CURSOR_NONNULL out,
+                                           cursor_error *CURSOR_NULLABLE *CURSOR_NULLABLE err);
+
+/// A descriptor that is readable while queued tool calls wait (see
+/// `cursor_client_add_queued_tool`), for `poll`/`select`/kqueue/epoll loops: when readable,
+/// call `cursor_client_next_tool_call` until it returns `CURSOR_TIMEOUT` (which lowers it).
+/// Close-on-exec and non-blocking, like `cursor_run_wait_fd`. Owned by the client (do not close
+/// or read it); valid until `cursor_client_free`, which closes it. Returns -1 on error, in a
+/// forked child, or where unsupported (Windows).
+///
+/// # Safety
+/// `c` NULL or a live client.
+int32_t cursor_client_tool_fd(cursor_client *CURSOR_NULLABLE c);
+
 /// Creates a client (like `cursor_client_new`) whose bridge keeps all local agent state in your
 /// store: it is launched with a custom local store, and every store operation calls `fn`
 /// (see `cursor_store_fn`; return bare records, e.g. the agent object for agents.get, and NULL

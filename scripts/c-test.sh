@@ -68,6 +68,7 @@ step "building the suites ($CC $EXTRA)"
 build test_double tests/c/test_double.c
 build test_real tests/c/test_real.c
 build test_tools tests/c/test_tools.c
+build test_queued_tools tests/c/test_queued_tools.c
 
 # Runs the test binaries in a scratch directory and HOME (cursor_prompt's default client uses the
 # current directory as its workspace; the double keeps its state under HOME).
@@ -156,6 +157,7 @@ plain)
     run "C suite on the real bridge" "$OUT/test_real"
     run "C suite on the oldest supported bridge (cursor-sdk 1.0.26)" env CURSOR_SDK_TEST_REAL_BRIDGE="$OLD" "$OUT/test_real"
     run "C tools and store suite" "$OUT/test_tools"
+    run "C queued tools suite" "$OUT/test_queued_tools"
 
     step "examples (built with -Werror, run on the double)"
     for ex in quickstart stream frame_loop custom_tool; do
@@ -168,7 +170,7 @@ plain)
     ;;
 sanitize)
     step "checking the build is instrumented"
-    for b in test_double test_real test_tools; do
+    for b in test_double test_real test_tools test_queued_tools; do
         nm "$OUT/$b" | grep -q '__asan_init' || die "$b has no __asan_init: not built with AddressSanitizer"
         nm "$OUT/$b" | grep -q '__ubsan_handle_' || die "$b has no __ubsan_handle_*: not built with UBSan"
     done
@@ -190,6 +192,7 @@ sanitize)
     run "C suite on the bridge double (ASan+UBSan)" "$OUT/test_double"
     run "C suite on the real bridge (ASan+UBSan)" "$OUT/test_real"
     run "C tools and store suite (ASan+UBSan)" "$OUT/test_tools"
+    run "C queued tools suite (ASan+UBSan)" "$OUT/test_queued_tools"
     ;;
 valgrind)
     VG="valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --trace-children=no --child-silent-after-fork=yes --quiet"
@@ -206,6 +209,8 @@ valgrind)
     run "C suite on the real bridge (valgrind)" $VG "$OUT/test_real"
     # shellcheck disable=SC2086
     run "C tools and store suite (valgrind)" $VG "$OUT/test_tools"
+    # shellcheck disable=SC2086
+    run "C queued tools suite (valgrind)" $VG "$OUT/test_queued_tools"
     ;;
 esac
 step "all passed"

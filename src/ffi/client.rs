@@ -16,6 +16,17 @@ use crate::options;
 /// `cursor_client *` may be called from many threads at once.
 pub struct cursor_client {
     pub(crate) client: Client,
+    /// Calls of queued tools waiting for `cursor_client_next_tool_call`.
+    pub(crate) tool_queue: std::sync::Arc<super::tools::ToolQueue>,
+}
+
+impl cursor_client {
+    pub(crate) fn new(client: Client) -> cursor_client {
+        cursor_client {
+            client,
+            tool_queue: Default::default(),
+        }
+    }
 }
 
 /// Creates a client. `options_json` may be NULL (or `"{}"`): the bridge is found automatically
@@ -48,7 +59,7 @@ pub unsafe extern "C" fn cursor_client_new(
     call(err, || {
         out_ptr(out, "out")?;
         let client = Client::from_json(opt_str(options_json, "options_json")?)?;
-        *out = super::into_handle(cursor_client { client });
+        *out = super::into_handle(cursor_client::new(client));
         Ok(cursor_status::CURSOR_OK)
     })
 }

@@ -609,7 +609,8 @@ pub unsafe extern "C" fn cursor_event_free(e: *mut cursor_event) {
 }
 
 /// A self-pipe that is readable while events may be pending (POSIX; elsewhere never made).
-struct Notifier {
+/// Also the wake descriptor of queued tool calls (`cursor_client_tool_fd`).
+pub(super) struct Notifier {
     #[cfg(unix)]
     fds: [i32; 2],
     #[cfg(unix)]
@@ -618,7 +619,7 @@ struct Notifier {
 
 #[cfg(unix)]
 impl Notifier {
-    fn new() -> Option<Notifier> {
+    pub(super) fn new() -> Option<Notifier> {
         let mut fds = [0i32; 2];
         // Close-on-exec from birth where the platform can (a fork+exec elsewhere in the host
         // must not inherit it); non-blocking both ends.
@@ -647,11 +648,11 @@ impl Notifier {
         })
     }
 
-    fn read_fd(&self) -> i32 {
+    pub(super) fn read_fd(&self) -> i32 {
         self.fds[0]
     }
 
-    fn signal(&self) {
+    pub(super) fn signal(&self) {
         if !self.signaled.swap(true, Ordering::AcqRel) {
             // SAFETY: writing one byte to our own non-blocking pipe.
             unsafe { libc::write(self.fds[1], [1u8].as_ptr().cast(), 1) };
@@ -661,7 +662,7 @@ impl Notifier {
     /// Drains the pipe, then lowers the flag. In this order a `signal` racing with the drain
     /// is never lost: either its byte stays (it came after the drain), or its event is seen by
     /// the caller's look after the clear, which signals again.
-    fn clear(&self) {
+    pub(super) fn clear(&self) {
         let mut buf = [0u8; 64];
         // SAFETY: draining our own non-blocking pipe.
         while unsafe { libc::read(self.fds[0], buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
@@ -682,14 +683,14 @@ impl Drop for Notifier {
 
 #[cfg(not(unix))]
 impl Notifier {
-    fn new() -> Option<Notifier> {
+    pub(super) fn new() -> Option<Notifier> {
         None
     }
-    fn read_fd(&self) -> i32 {
+    pub(super) fn read_fd(&self) -> i32 {
         -1
     }
-    fn signal(&self) {}
-    fn clear(&self) {}
+    pub(super) fn signal(&self) {}
+    pub(super) fn clear(&self) {}
 }
 
 #[cfg(test)]

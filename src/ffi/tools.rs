@@ -1,13 +1,16 @@
 //! Custom tools and custom stores with C callbacks.
 
+use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::client::cursor_client;
 use super::error::cursor_error;
+use super::run::Notifier;
 use super::{arg_str, c_string, call, cursor_status, handle, json_arg, opt_json, opt_str, out_ptr, quiet, take_handle};
 use crate::client::{Client, ClientOptions};
 use crate::error::Error;
@@ -266,6 +269,168 @@ pub unsafe extern "C" fn cursor_tool_call_free(call: *mut cursor_tool_call) {
     })
 }
 
+/// Calls of a client's queued tools, handed over by `cursor_client_next_tool_call`, with the
+/// wake descriptor made by `cursor_client_tool_fd`. Holds at most one call per callback
+/// connection (`crate::callback::MAX_CONNECTIONS`): each queued call keeps its connection
+/// waiting for the answer.
+pub(crate) struct ToolQueue {
+    state: Mutex<QueueState>,
+    /// The process that made the client: a forked child must not touch the parent's lock.
+    pid: u32,
+}
+
+#[derive(Default)]
+struct QueueState {
+    calls: VecDeque<cursor_tool_call>,
+    notifier: Option<Notifier>,
+}
+
+impl Default for ToolQueue {
+    fn default() -> ToolQueue {
+        ToolQueue {
+            state: Mutex::new(QueueState::default()),
+            pid: std::process::id(),
+        }
+    }
+}
+
+impl ToolQueue {
+    fn check_process(&self) -> crate::error::Result<()> {
+        if std::process::id() != self.pid {
+            return Err(Error::usage("this client belongs to the parent process (fork)"));
+        }
+        Ok(())
+    }
+
+    /// Queues a call; the descriptor is readable from now until the queue is empty again.
+    fn push(&self, call: cursor_tool_call) {
+        let mut state = self.state.lock();
+        state.calls.push_back(call);
+        if let Some(n) = &state.notifier {
+            n.signal();
+        }
+    }
+
+    /// The oldest call still waiting for its answer (one answered meanwhile, by the tool
+    /// timeout or the client closing, is dropped). Lowers the descriptor once the queue is empty.
+    fn pop(&self) -> Option<cursor_tool_call> {
+        let mut state = self.state.lock();
+        let next = std::iter::from_fn(|| state.calls.pop_front()).find(|c| c.done.is_pending());
+        if state.calls.is_empty() {
+            if let Some(n) = &state.notifier {
+                n.clear();
+            }
+        }
+        next
+    }
+
+    fn fd(&self) -> i32 {
+        let mut state = self.state.lock();
+        if state.notifier.is_none() {
+            let Some(n) = Notifier::new() else { return -1 };
+            if !state.calls.is_empty() {
+                n.signal();
+            }
+            state.notifier = Some(n);
+        }
+        state.notifier.as_ref().map_or(-1, Notifier::read_fd)
+    }
+}
+
+/// The handler of a queued tool: hands each call to the client's queue.
+struct QueuedTool(Arc<ToolQueue>);
+
+impl ToolHandler for QueuedTool {
+    fn call(&self, call: ToolCall, done: ToolCompletion) {
+        self.0.push(cursor_tool_call {
+            name: c_string(call.tool_name),
+            args: c_string(call.args.to_string()),
+            id: call.tool_call_id.map(c_string),
+            agent_id: c_string(call.agent_id),
+            done,
+        });
+    }
+}
+
+/// Registers a queued tool: like `cursor_client_add_tool` (same name rules, scope and
+/// replacement; `description` may be NULL; `input_schema_json` may be NULL, meaning
+/// `{"type":"object"}`), but no callback runs on a library thread. Each call waits on the client until
+/// `cursor_client_next_tool_call` hands it over, for hosts that must answer on their own thread
+/// (event loops, scripting VMs such as LuaJIT, game engines); `cursor_client_tool_fd` wakes
+/// their loop. A call left unanswered is answered with an error after the tool timeout, and
+/// `cursor_client_free` answers every queued or handed-over call still unanswered with the error
+/// "the client was closed before the tool answered" (completing one afterwards is
+/// `CURSOR_E_USAGE`). The queue is bounded: each waiting call holds one of the callback
+/// server's 64 connections, and further calls wait in the bridge. Does not block. After `cursor_client_free` has begun, fails with
+/// `CURSOR_E_USAGE`.
+///
+/// # Safety
+/// `c` a live client; strings NUL-terminated (or NULL where allowed); `err` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_client_add_queued_tool(
+    c: *mut cursor_client,
+    name: *const c_char,
+    description: *const c_char,
+    input_schema_json: *const c_char,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    call(err, || {
+        let c = handle(c, "client")?;
+        c.tool_queue.check_process()?;
+        let name = arg_str(name, "name")?;
+        let description = opt_str(description, "description")?.unwrap_or("");
+        let schema = opt_json(input_schema_json, "input_schema_json")?.unwrap_or(Value::Null);
+        let handler = Arc::new(QueuedTool(c.tool_queue.clone()));
+        c.client
+            .add_tool(Tool::with_handler(name, description, schema, handler))?;
+        Ok(cursor_status::CURSOR_OK)
+    })
+}
+
+/// Hands over the oldest queued tool call: `CURSOR_OK` with `*out` owned by you (answer it
+/// with `cursor_tool_call_complete`/`cursor_tool_call_fail`, from any thread, and free it with
+/// `cursor_tool_call_free`), or `CURSOR_TIMEOUT` with `*out` NULL when none is queued. Never
+/// blocks (it only takes a short lock). Safe from any thread; each call is handed over once.
+///
+/// # Safety
+/// `c` a live client; `out` a valid pointer; `err` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_client_next_tool_call(
+    c: *mut cursor_client,
+    out: *mut *mut cursor_tool_call,
+    err: *mut *mut cursor_error,
+) -> cursor_status {
+    call(err, || {
+        out_ptr(out, "out")?;
+        let c = handle(c, "client")?;
+        c.tool_queue.check_process()?;
+        Ok(match c.tool_queue.pop() {
+            Some(next) => {
+                *out = super::into_handle(next);
+                cursor_status::CURSOR_OK
+            }
+            None => cursor_status::CURSOR_TIMEOUT,
+        })
+    })
+}
+
+/// A descriptor that is readable while queued tool calls wait (see
+/// `cursor_client_add_queued_tool`), for `poll`/`select`/kqueue/epoll loops: when readable,
+/// call `cursor_client_next_tool_call` until it returns `CURSOR_TIMEOUT` (which lowers it).
+/// Close-on-exec and non-blocking, like `cursor_run_wait_fd`. Owned by the client (do not close
+/// or read it); valid until `cursor_client_free`, which closes it. Returns -1 on error, in a
+/// forked child, or where unsupported (Windows).
+///
+/// # Safety
+/// `c` NULL or a live client.
+#[no_mangle]
+pub unsafe extern "C" fn cursor_client_tool_fd(c: *mut cursor_client) -> i32 {
+    quiet(-1, || match handle(c, "client") {
+        Ok(c) if c.tool_queue.check_process().is_ok() => c.tool_queue.fd(),
+        _ => -1,
+    })
+}
+
 struct CStore {
     f: unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, *const c_char, *mut cursor_store_reply),
     data: UserData,
@@ -329,7 +494,7 @@ pub unsafe extern "C" fn cursor_client_new_with_store(
                 return Err(e);
             }
         };
-        *out = super::into_handle(cursor_client { client });
+        *out = super::into_handle(cursor_client::new(client));
         Ok(cursor_status::CURSOR_OK)
     })
 }
