@@ -134,6 +134,17 @@ inline int main(int argc, char **argv) {
             return 2;
         }
     }
+#ifdef CURSOR_SDK_EXCEPTIONS
+    const char *exceptions = "on";
+#else
+    const char *exceptions = "off";
+#endif
+#if defined(__GXX_RTTI) || defined(__cpp_rtti)
+    const char *rtti = "on";
+#else
+    const char *rtti = "off";
+#endif
+    std::printf("%s: exceptions %s, rtti %s\n", argv[0], exceptions, rtti);
     int ran = 0;
     double t0 = now_ms();
     for (auto &t : tests) {
