@@ -235,6 +235,10 @@ public:
         if (ok_) detail::misuse("Result::error() on a value");
         return error_;
     }
+    Error error() && {
+        if (ok_) detail::misuse("Result::error() on a value");
+        return std::move(error_);
+    }
 
 #ifdef CURSOR_SDK_EXCEPTIONS
     /// The value, or throws cursor::Exception.
@@ -274,6 +278,10 @@ public:
     const Error &error() const & {
         if (ok()) detail::misuse("Result<void>::error() on success");
         return error_;
+    }
+    Error error() && {
+        if (ok()) detail::misuse("Result<void>::error() on success");
+        return std::move(error_);
     }
 #ifdef CURSOR_SDK_EXCEPTIONS
     /// Throws cursor::Exception on an error.
