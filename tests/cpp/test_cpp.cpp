@@ -413,6 +413,16 @@ TEST(double_tool_answered_late_from_another_thread) {
     std::atomic<int> calls{0};
     std::vector<std::thread> answerers;
     std::mutex m;
+    // Joins the answering threads on every way out (a failed check returns early).
+    struct Joiner {
+        std::vector<std::thread> &threads;
+        std::mutex &lock;
+        ~Joiner() {
+            std::lock_guard<std::mutex> g(lock);
+            for (auto &th : threads)
+                if (th.joinable()) th.join();
+        }
+    } joiner{answerers, m};
     {
         REQUIRE_OK(client, cursor::Client::create(t.options(dbl())));
         auto handler = [s = Sentinel(freed), &calls, &answerers, &m](cursor::ToolCall call) {
@@ -438,7 +448,7 @@ TEST(double_tool_answered_late_from_another_thread) {
         CHECK_CONTAINS(*result, "C++");
         CHECK(calls == 1);
         std::lock_guard<std::mutex> g(m);
-        for (auto &th : answerers) th.join();
+        for (auto &th : answerers) th.join(); // before the client goes
     }
     CHECK(*freed == 0); // the handler is released by the client's destructor
 }
@@ -500,6 +510,10 @@ TEST(double_log_handler) {
     std::mutex m;
     std::vector<std::string> lines;
     bool bad_level = false;
+    // The handler refers to the locals above: clear it on every way out.
+    struct Clear {
+        ~Clear() { cursor::clear_log_handler(); }
+    } clear;
     {
         Sentinel s(freed);
         cursor::set_log_handler(cursor::LogLevel::debug, [s, &m, &lines, &bad_level](cursor::LogLevel level, std::string_view line) {
