@@ -6,6 +6,7 @@
 #include <poll.h>
 
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -43,6 +44,37 @@ struct Sentinel {
     ~Sentinel() { --*n_; }
     std::shared_ptr<std::atomic<int>> n_;
 };
+
+/// The object value of the first `"key":{...}` in `json` (balanced braces; enough for store inputs).
+std::optional<std::string> json_object_at(std::string_view json, const std::string &key) {
+    size_t at = json.find("\"" + key + "\":{");
+    if (at == std::string_view::npos) return std::nullopt;
+    size_t start = at + key.size() + 3, depth = 0;
+    bool in_str = false;
+    for (size_t i = start; i < json.size(); i++) {
+        char c = json[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '{') {
+            depth++;
+        } else if (c == '}' && --depth == 0) {
+            return std::string(json.substr(start, i - start + 1));
+        }
+    }
+    return std::nullopt;
+}
+
+/// The string value of the first `"key":"..."` (no escapes inside: ids).
+std::optional<std::string> json_string_at(std::string_view json, const std::string &key) {
+    size_t at = json.find("\"" + key + "\":\"");
+    if (at == std::string_view::npos) return std::nullopt;
+    size_t start = at + key.size() + 4, end = json.find('"', start);
+    if (end == std::string_view::npos) return std::nullopt;
+    return std::string(json.substr(start, end - start));
+}
 
 } // namespace
 
@@ -502,6 +534,50 @@ TEST(double_custom_store_and_its_failure) {
     }
     CHECK(*freed == 0);
     CHECK_ERR(cursor::Client::create_with_store(std::nullopt, nullptr), Status::invalid_argument);
+}
+
+TEST(double_custom_store_keeps_the_agents) {
+    h::TempDir t;
+    std::mutex m;
+    std::map<std::string, std::string> agents; // agentId -> the agent record
+    int replies_refused = 0;
+    {
+        REQUIRE_OK(client, cursor::Client::create_with_store(t.options(dbl()), [&](cursor::StoreCall &call) {
+            std::lock_guard<std::mutex> g(m);
+            cursor::Result<void> r;
+            if (call.substore() == "agents" && (call.method() == "create" || call.method() == "update")) {
+                auto row = json_object_at(call.input_json(), "agent");
+                auto id = row ? json_string_at(*row, "agentId") : std::nullopt;
+                if (id) agents[*id] = *row;
+                r = call.ok(row ? std::optional<std::string_view>(*row) : std::nullopt);
+            } else if (call.substore() == "agents" && call.method() == "get") {
+                auto id = json_string_at(call.input_json(), "agentId");
+                auto it = id ? agents.find(*id) : agents.end();
+                r = call.ok(it != agents.end() ? std::optional<std::string_view>(it->second) : std::nullopt);
+            } else if (call.substore() == "agents" && call.method() == "list") {
+                std::string out = "{\"items\":[";
+                for (auto &kv : agents) out += (out.back() == '[' ? "" : ",") + kv.second;
+                r = call.ok(out + "]}");
+            } else {
+                r = call.ok(std::nullopt);
+            }
+            if (!r) h::fail(__FILE__, __LINE__, "store reply: " + h::why(r));
+            auto again = call.ok(std::nullopt); // once per call
+            if (!again && again.error().kind() == Status::usage) replies_refused++;
+        }));
+        REQUIRE_OK(agent, client.create_agent(R"({"model":"composer-2","name":"kept-in-cpp"})"));
+        {
+            std::lock_guard<std::mutex> g(m);
+            CHECK(agents.count(std::string(agent.id())) == 1);
+            CHECK_CONTAINS(agents[std::string(agent.id())], "kept-in-cpp");
+        }
+        REQUIRE_OK(info, agent.info());
+        CHECK_CONTAINS(info, "kept-in-cpp");
+        REQUIRE_OK(page, client.list_agents());
+        CHECK_CONTAINS(page, agent.id());
+        CHECK_OK(agent.archive());
+    }
+    CHECK(replies_refused >= 5);
 }
 
 TEST(double_log_handler) {
