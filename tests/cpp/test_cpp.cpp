@@ -391,6 +391,10 @@ TEST(double_moved_from_objects_are_safe_and_say_so) {
     CHECK(!none);
     CHECK(none.kind() == cursor::EventKind::invalid);
     CHECK(!none.text());
+    // After shutdown() the client refuses calls; its handles are still freed as usual.
+    owner.shutdown();
+    CHECK_ERR(owner.ping(), Status::usage);
+    CHECK_ERR(a2.info(), Status::usage);
     // Destroying everything moved-from (at scope exit) must be harmless.
 }
 
