@@ -110,7 +110,7 @@ echo "   frame_loop: $line"
 case "$line" in *"cancelled=1 status=cancelled"*) ;; *) die "frame_loop did not end cancelled: $line" ;; esac
 grep -q 'chunk 3' "$OUT/frame_loop.err" || die "frame_loop rendered no text"
 frames=$(echo "$line" | sed -n 's/.*frames=\([0-9]*\).*/\1/p')
-[ "${frames:-0}" -ge 50 ] || die "frame_loop rendered only ${frames:-0} frames in about 1 s"
+[ "${frames:-0}" -ge 40 ] || die "frame_loop rendered only ${frames:-0} frames in about 1 s (60 expected; bound 40 for a loaded machine)"
 
 step "consumer outside the tree: install (from the debug build), CMake cursor_sdk::cpp and pkg-config"
 PREFIX=$SCRATCH/prefix

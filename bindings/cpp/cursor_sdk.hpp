@@ -18,10 +18,12 @@
 #include <cursor_sdk.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <optional>
@@ -31,9 +33,13 @@
 #include <utility>
 #include <vector>
 
-#if defined(__cpp_exceptions) && !defined(CURSOR_SDK_NO_EXCEPTIONS)
-#define CURSOR_SDK_EXCEPTIONS 1
+#ifdef __cpp_exceptions
 #include <exception>
+// The throwing layer (cursor::Exception, value_or_throw); CURSOR_SDK_NO_EXCEPTIONS leaves it out.
+// Handlers are guarded whenever exceptions are on, so none unwinds into C.
+#ifndef CURSOR_SDK_NO_EXCEPTIONS
+#define CURSOR_SDK_EXCEPTIONS 1
+#endif
 #endif
 
 namespace cursor {
@@ -109,7 +115,7 @@ inline std::string_view view(const char *s) noexcept { return s ? std::string_vi
 /// Runs a user callback that must not unwind into C: with exceptions on, one escaping is dropped.
 template <class F>
 void guarded(F &&f) noexcept {
-#if defined(__cpp_exceptions) && !defined(CURSOR_SDK_NO_EXCEPTIONS)
+#ifdef __cpp_exceptions
     try {
         f();
     } catch (...) {
@@ -838,7 +844,7 @@ using StoreHandler = std::function<void(StoreCall &)>;
 namespace detail {
 inline void tool_trampoline(void *ud, cursor_tool_call *raw) {
     ToolCall call(raw);
-#ifdef CURSOR_SDK_EXCEPTIONS
+#ifdef __cpp_exceptions
     try {
         (*static_cast<ToolHandler *>(ud))(std::move(call));
     } catch (const std::exception &e) {
@@ -852,7 +858,7 @@ inline void tool_trampoline(void *ud, cursor_tool_call *raw) {
 }
 inline void store_trampoline(void *ud, const char *substore, const char *method, const char *input, cursor_store_reply *reply) {
     StoreCall call(substore, method, input, reply);
-#ifdef CURSOR_SDK_EXCEPTIONS
+#ifdef __cpp_exceptions
     try {
         (*static_cast<StoreHandler *>(ud))(call);
     } catch (const std::exception &e) {
