@@ -23,6 +23,7 @@ fetch-bridge:
 test: fetch-bridge lint cross-check
 	$(CARGO) test --workspace --all-targets
 	$(MAKE) --no-print-directory c-all
+	$(MAKE) --no-print-directory cpp-test
 	$(MAKE) --no-print-directory zig-test
 	$(MAKE) --no-print-directory nvim-test
 	$(MAKE) --no-print-directory swift-test
@@ -126,6 +127,14 @@ zig-test: fetch-bridge c-build
 zig-bench: fetch-bridge
 	$(CARGO) build --release -p cursor-sdk -p cursor-sdk-bridge-double
 	@QUICK="$(QUICK)" ./scripts/zig-bench.sh
+
+## --- C++ -------------------------------------------------------------------------------------
+## The header-only C++17 binding (bindings/cpp/cursor_sdk.hpp): its suite built with exceptions and
+## with -fno-exceptions -fno-rtti, both under ASan+UBSan, on the double and the real bridge; the
+## examples in examples/cpp; an out-of-tree consumer of the installed cursor_sdk::cpp (CMake, pkg-config).
+.PHONY: cpp-test
+cpp-test: c-tools fetch-bridge c-build
+	@./scripts/cpp-test.sh
 
 ## --- Neovim ----------------------------------------------------------------------------------
 ## The Neovim plugin (examples/nvim, LuaJIT FFI) in headless Neovim 0.7+ (Debian's neovim,

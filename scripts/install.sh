@@ -2,7 +2,7 @@
 # Installs the release build: `make install PREFIX=/usr/local [DESTDIR=/staging] [LIBDIR=...]`.
 #   $LIBDIR/libcursor_sdk.so.X.Y.Z  + libcursor_sdk.so.X (soname) + libcursor_sdk.so (linker name)
 #   $LIBDIR/libcursor_sdk.a
-#   $PREFIX/include/cursor_sdk.h
+#   $PREFIX/include/cursor_sdk.h + cursor_sdk.hpp (the header-only C++17 binding)
 #   $LIBDIR/pkgconfig/cursor_sdk.pc
 #   $LIBDIR/cmake/cursor_sdk/cursor_sdkConfig.cmake + cursor_sdkConfigVersion.cmake
 set -eu
@@ -16,7 +16,7 @@ BUILD=${CURSOR_SDK_INSTALL_FROM:-$ROOT/target/release}
 
 die() { echo "install: FAILED: $*" >&2; exit 1; }
 case "$PREFIX" in /*) ;; *) die "PREFIX must be an absolute path (got '$PREFIX')" ;; esac
-for f in "$BUILD/libcursor_sdk.so" "$BUILD/libcursor_sdk.a" include/cursor_sdk.h; do
+for f in "$BUILD/libcursor_sdk.so" "$BUILD/libcursor_sdk.a" include/cursor_sdk.h bindings/cpp/cursor_sdk.hpp; do
     [ -f "$f" ] || die "$f is missing: run 'cargo build --release --lib' (make install does)"
 done
 
@@ -38,6 +38,7 @@ ln -sf "libcursor_sdk.so.$VERSION" "$L/libcursor_sdk.so.$ABI"
 ln -sf "libcursor_sdk.so.$ABI" "$L/libcursor_sdk.so"
 install -m 0644 "$BUILD/libcursor_sdk.a" "$L/libcursor_sdk.a"
 install -m 0644 include/cursor_sdk.h "$DESTDIR$INCLUDEDIR/cursor_sdk.h"
+install -m 0644 bindings/cpp/cursor_sdk.hpp "$DESTDIR$INCLUDEDIR/cursor_sdk.hpp"
 
 subst() {
     sed -e "s|@PREFIX@|$PREFIX|g" -e "s|@LIBDIR@|$LIBDIR|g" -e "s|@INCLUDEDIR@|$INCLUDEDIR|g" \
