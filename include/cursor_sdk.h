@@ -445,8 +445,9 @@ cursor_status cursor_client_new(const char *CURSOR_NULLABLE options_json,
 void cursor_client_free(cursor_client *CURSOR_NULLABLE c);
 
 /// Starts the bridge now (a no-op when it runs already or the client is attached). Blocks up to
-/// `startupTimeoutMs`. After the bridge died, the next call (this one, or any client or agent
-/// call) starts a new one.
+/// `startupTimeoutMs`; with custom tools, plus their registration (`requestTimeoutMs`) and, when
+/// that fails, the stop of the bridge that failed (about 1 s). After the bridge died, the next call
+/// (this one, or any client or agent call) starts a new one.
 ///
 /// # Safety
 /// `c`, `err`: NULL or as documented above (handles live and from this library; out-pointers valid).
