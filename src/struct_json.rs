@@ -177,6 +177,12 @@ fn entries(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
 #[inline]
 fn items(mut buf: &[u8]) -> impl Iterator<Item = Result<&[u8], Bad>> {
     std::iter::from_fn(move || {
+        // The common case: field 1's one-byte key (no general key decoding).
+        if let Some((&0x0a, mut rest)) = buf.split_first() {
+            let item = take(&mut rest);
+            buf = if item.is_ok() { rest } else { &[] };
+            return Some(item);
+        }
         while !buf.is_empty() {
             let item = key(&mut buf).and_then(|(tag, wire)| match (tag, wire) {
                 (1, WireType::LengthDelimited) => take(&mut buf).map(Some),
