@@ -154,6 +154,8 @@ def callgrind_instructions(argv, env, scratch):
     """Instructions the program executes (every thread), counted by callgrind: independent of the
     machine's load. None (logged) when valgrind is missing."""
     if not shutil.which("valgrind"):
+        log(f"  callgrind {os.path.basename(argv[0])} {argv[1]}: SKIPPED, valgrind is not installed "
+            "(instructions reported as null)")
         return None
     out = os.path.join(scratch, "callgrind.out")
     t = time.time()
