@@ -2,9 +2,11 @@
  * bench_sdk: measures cursor_sdk through its C ABI (linked to the release libcursor_sdk.so.0).
  * Every subcommand prints one JSON object on stdout; any failure exits non-zero.
  *
- *   bench_sdk ping     <client_options_json> <n>   n Pings on one client (after 50 warm-ups): ns per call
+ *   bench_sdk ping     <client_options_json> <n>   n Pings on one client (after 50 warm-ups): ns per call,
+ *                                                  and the process's CPU time over them (cpu_ns)
  *   bench_sdk startup  <client_options_json>       cursor_client_new + first cursor_client_ping; host RSS
- *   bench_sdk stream   <client_options_json> <n>   scenario:long:<n> through cursor_run_next_event
+ *   bench_sdk stream   <client_options_json> <n>   scenario:long:<n> through cursor_run_next_event (wall and
+ *                                                  CPU time of every thread, send to end)
  *   bench_sdk tools    <client_options_json> <n>   scenario:toolseq:<n> against a C tool (cursor_client_add_tool)
  *   bench_sdk idle     <client_options_json>       host RSS with an idle, started client
  *   bench_sdk first-event <client_options_json> <k> k short runs: send to first event
@@ -60,12 +62,14 @@ static int cmd_ping(const char *opts, long n) {
     cursor_client *c = new_client(opts);
     for (int i = 0; i < 50; i++) CHECK("cursor_client_ping", cursor_client_ping(c, E));
     uint64_t *ns = calloc((size_t)n, sizeof *ns);
+    uint64_t cpu0 = cpu_ns();
     for (long i = 0; i < n; i++) {
         uint64_t t = now_ns();
         CHECK("cursor_client_ping", cursor_client_ping(c, E));
         ns[i] = now_ns() - t;
     }
-    printf("{\"ns\":");
+    uint64_t cpu = cpu_ns() - cpu0;
+    printf("{\"cpu_ns\":%llu,\"ns\":", (unsigned long long)cpu);
     print_ns_array(ns, (size_t)n);
     printf("}\n");
     free(ns);
@@ -116,7 +120,7 @@ static int cmd_stream(const char *opts, long n) {
     snprintf(msg, sizeof msg, "scenario:long:%ld", n);
     reset_hwm();
     long rss0 = proc_kb("VmRSS");
-    uint64_t t0 = now_ns(), first = 0;
+    uint64_t t0 = now_ns(), first = 0, cpu0 = cpu_ns();
     cursor_run *r = NULL;
     CHECK("cursor_agent_send", cursor_agent_send(a, msg, NULL, &r, E));
     long events = 0, assistant = 0;
@@ -127,15 +131,16 @@ static int cmd_stream(const char *opts, long n) {
         if (ty && strcmp(ty, "assistant") == 0 && cursor_event_text(ev)) assistant++;
         cursor_event_free(ev);
     }
-    uint64_t t1 = now_ns();
+    uint64_t t1 = now_ns(), cpu = cpu_ns() - cpu0;
     long hwm = proc_kb("VmHWM");
     if (assistant != n) {
         fprintf(stderr, "bench_sdk: stream: %ld assistant events, expected %ld\n", assistant, n);
         return 1;
     }
-    printf("{\"events\":%ld,\"assistant\":%ld,\"total_ns\":%llu,\"first_event_ns\":%llu,"
+    printf("{\"events\":%ld,\"assistant\":%ld,\"total_ns\":%llu,\"cpu_ns\":%llu,\"first_event_ns\":%llu,"
            "\"rss_before_kb\":%ld,\"hwm_kb\":%ld}\n",
-           events, assistant, (unsigned long long)(t1 - t0), (unsigned long long)(first - t0), rss0, hwm);
+           events, assistant, (unsigned long long)(t1 - t0), (unsigned long long)cpu,
+           (unsigned long long)(first - t0), rss0, hwm);
     cursor_run_free(r);
     cursor_agent_free(a);
     cursor_client_free(c);

@@ -154,8 +154,9 @@ static int cmd_ping(const char *url, const char *token, long n) {
                        "Authorization: Bearer %s\r\nContent-Type: application/proto\r\n"
                        "Connect-Protocol-Version: 1\r\nContent-Length: 0\r\n\r\n",
                        token);
-    uint64_t *ns = calloc((size_t)n, sizeof *ns);
+    uint64_t *ns = calloc((size_t)n, sizeof *ns), cpu0 = 0;
     for (long i = -50; i < n; i++) {
+        if (i == 0) cpu0 = cpu_ns();
         uint64_t t = now_ns();
         write_all(c.fd, req, (size_t)len);
         long clen;
@@ -164,7 +165,7 @@ static int cmd_ping(const char *url, const char *token, long n) {
         skip_body(&c, clen);
         if (i >= 0) ns[i] = now_ns() - t;
     }
-    printf("{\"ns\":[");
+    printf("{\"cpu_ns\":%llu,\"ns\":[", (unsigned long long)(cpu_ns() - cpu0));
     for (long i = 0; i < n; i++) printf(i ? ",%llu" : "%llu", (unsigned long long)ns[i]);
     printf("]}\n");
     return 0;
@@ -256,7 +257,7 @@ static int cmd_stream(const char *url, const char *token, long n) {
                    token, m);
     reset_hwm(); /* as bench_sdk does: the peak of the stream alone */
     long rss0 = proc_kb("VmRSS");
-    uint64_t t0 = now_ns(), first = 0;
+    uint64_t t0 = now_ns(), first = 0, cpu0 = cpu_ns();
     write_all(c.fd, req, (size_t)len);
     write_all(c.fd, msg, m);
     int status = read_head(&c, &clen);
@@ -283,12 +284,12 @@ static int cmd_stream(const char *url, const char *token, long n) {
         } else if (fl > 0)
             data_frames++;
     }
-    uint64_t t1 = now_ns();
+    uint64_t t1 = now_ns(), cpu = cpu_ns() - cpu0;
     if (!ended) fail("no end frame");
-    printf("{\"frames\":%ld,\"data_frames\":%ld,\"total_ns\":%llu,\"first_event_ns\":%llu,"
+    printf("{\"frames\":%ld,\"data_frames\":%ld,\"total_ns\":%llu,\"cpu_ns\":%llu,\"first_event_ns\":%llu,"
            "\"rss_before_kb\":%ld,\"hwm_kb\":%ld}\n",
-           frames, data_frames, (unsigned long long)(t1 - t0), (unsigned long long)(first - t0), rss0,
-           proc_kb("VmHWM"));
+           frames, data_frames, (unsigned long long)(t1 - t0), (unsigned long long)cpu,
+           (unsigned long long)(first - t0), rss0, proc_kb("VmHWM"));
     return 0;
 }
 

@@ -63,7 +63,10 @@ const READ_CHUNK: usize = 64 * 1024;
 pub struct FrameReader<R> {
     inner: R,
     max_frame: usize,
+    /// The bytes read, `buf[..filled]`, then spare room that is already zeroed (`buf[filled..]`):
+    /// a slow stream's reads reuse it instead of zeroing a new 64–128 KiB for every frame.
     buf: BytesMut,
+    filled: usize,
     ended: bool,
     /// An error met after frames that were handed out first.
     failed: Option<Error>,
@@ -75,6 +78,7 @@ impl<R: Read> FrameReader<R> {
             inner,
             max_frame,
             buf: BytesMut::new(),
+            filled: 0,
             ended: false,
             failed: None,
         }
@@ -99,10 +103,12 @@ impl<R: Read> FrameReader<R> {
                 Parsed::Message(range, len) => {
                     let payload = self.buf[range].to_vec();
                     self.buf.advance(len);
+                    self.filled -= len;
                     return Ok(Frame::Message(payload));
                 }
                 Parsed::End(len) => {
                     self.buf.advance(len);
+                    self.filled -= len;
                     self.ended = true;
                 }
                 Parsed::Incomplete(need) => self.fill(need)?,
@@ -153,13 +159,14 @@ impl<R: Read> FrameReader<R> {
             }
             self.ended = end;
             let data = self.buf.split_to(pos).freeze();
+            self.filled -= pos;
             return Ok(FrameBatch { data, frames, end });
         }
     }
 
     /// Looks at the frame starting at `pos` in the buffer; ranges are relative to the buffer.
     fn parse(&self, pos: usize) -> Result<Parsed> {
-        let buf = &self.buf[pos..];
+        let buf = &self.buf[pos..self.filled];
         if buf.len() < 5 {
             return Ok(Parsed::Incomplete(5));
         }
@@ -189,10 +196,15 @@ impl<R: Read> FrameReader<R> {
     /// One read of whatever is available, making room for at least the `need` bytes the
     /// front frame requires (its length was checked against the cap already).
     fn fill(&mut self, need: usize) -> Result<()> {
-        let have = self.buf.len();
-        self.buf.reserve(need.saturating_sub(have).max(READ_CHUNK));
-        let room = (self.buf.capacity() - have).min(need.max(READ_CHUNK) * 2);
-        self.buf.resize(have + room, 0);
+        let have = self.filled;
+        let least = need.saturating_sub(have).max(READ_CHUNK);
+        if self.buf.len() - have < least {
+            // Too little spare room left: grow it (only the new part is zeroed), with up to
+            // one more read's worth, so that a slow stream zeroes once per ~64 KiB, not per read.
+            self.buf.reserve(have + least + least.min(READ_CHUNK) - self.buf.len());
+            let room = (self.buf.capacity() - have).min(need.max(READ_CHUNK) * 2);
+            self.buf.resize(have + room, 0);
+        }
         let read = loop {
             match self.inner.read(&mut self.buf[have..]) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -201,12 +213,9 @@ impl<R: Read> FrameReader<R> {
         };
         let n = match read {
             Ok(n) => n,
-            Err(e) => {
-                self.buf.truncate(have);
-                return Err(io_error(e, "reading stream"));
-            }
+            Err(e) => return Err(io_error(e, "reading stream")),
         };
-        self.buf.truncate(have + n);
+        self.filled = have + n;
         if n > 0 {
             return Ok(());
         }
@@ -370,6 +379,43 @@ mod tests {
         for step in [2, 3, 4, 6, 7, 4096] {
             assert_eq!(collect_batches(&data, step).0.concat(), want, "step {step}");
         }
+    }
+
+    /// Yields its chunks one per read: a slow stream, one frame per read.
+    struct Chunks(std::collections::VecDeque<Vec<u8>>);
+
+    impl Read for Chunks {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let Some(chunk) = self.0.pop_front() else { return Ok(0) };
+            buf[..chunk.len()].copy_from_slice(&chunk);
+            Ok(chunk.len())
+        }
+    }
+
+    #[test]
+    fn a_slow_stream_reuses_its_zeroed_room_and_never_reads_stale_bytes() {
+        // A long frame, then short ones: the room after each short frame still holds the
+        // long frame's bytes, which must never be taken for a frame.
+        let long = vec![b'x'; 300];
+        let parts: Vec<(u8, &[u8])> = vec![(0, &long), (0, b"y"), (0, b""), (0, &long), (0, b"z")];
+        let chunks = parts
+            .iter()
+            .map(|p| frames(&[*p]))
+            .chain([frames(&[(FLAG_END, b"{}")])]);
+        let mut r = FrameReader::new(Chunks(chunks.collect()), 1 << 20);
+        let (mut got, mut rooms) = (Vec::new(), Vec::new());
+        loop {
+            let b = r.next_batch().unwrap();
+            got.extend(b.frames.iter().map(|f| b.data[f.clone()].to_vec()));
+            rooms.push(r.buf.len() - r.filled);
+            if b.end {
+                break;
+            }
+        }
+        assert_eq!(got, parts.iter().map(|p| p.1.to_vec()).collect::<Vec<_>>());
+        // The room zeroed for the first read serves every later one (no zeroing per frame).
+        let reused = rooms.windows(2).all(|w| w[1] <= w[0]) && rooms.iter().all(|&room| room >= READ_CHUNK);
+        assert!(reused, "spare room after each batch: {rooms:?}");
     }
 
     #[test]
