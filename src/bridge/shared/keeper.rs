@@ -84,6 +84,9 @@ pub fn spawn(spec: &Spec) -> io::Result<Started> {
             if keeper != 0 {
                 libc::_exit(if keeper < 0 { 1 } else { 0 });
             }
+            // Leader of its own group (not of a session: it can never get a terminal), which
+            // is how clients tell it from a process that took over its pid.
+            libc::setpgid(0, 0);
             keeper_main(spec, &argv, &envp, write_end.as_raw_fd());
         }
     }
