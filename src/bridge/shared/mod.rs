@@ -4,9 +4,10 @@
 //!
 //! Files, all in the per-user runtime directory (`private_dir.rs`: ours, 0700, checked with
 //! lstat before anything in it is read), named after a key that hashes everything that changes
-//! what the bridge does (launcher path and its size/mtime/inode, workspace, arguments such as
-//! `--verbose` and `--local-store`, and the environment we add: `bridgeEnv`, the API key, the
-//! client language):
+//! what the bridge does (launcher path and its size/mtime/inode, workspace and current
+//! directory, arguments such as `--verbose` and `--local-store`, and the environment we add:
+//! `bridgeEnv`, the API key, the client language). The rest of the environment is the first
+//! client's, as it is for any process it starts:
 //! - `<key>.lock`: `flock`ed exclusively by a client while it checks, attaches or starts, so two
 //!   racing clients end up on one bridge, and by the keeper while it decides to exit;
 //! - `<key>.json` (0600): the registration: url, token, pids, the instance's nonce. A file that
@@ -97,7 +98,10 @@ impl SharedBridge {
     pub fn attach_or_launch(opts: &LaunchOptions, idle: Duration) -> Result<SharedBridge> {
         let dir = runtime_dir()?;
         let cl = command_line(opts)?;
-        let key = config_key(&cl.launcher, &cl.workspace, &cl.args, &cl.env)?;
+        // The bridge runs in the launching process's directory: relative paths in its arguments
+        // mean something else elsewhere.
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let key = config_key(&cl.launcher, &[&cl.workspace, &cwd], &cl.args, &cl.env)?;
         let paths = Paths::new(&dir, &key);
         let _lock = lock_key(&paths.lock, opts.startup_timeout + Duration::from_secs(10))?;
         if let Some(reg) = read_registration(&paths.registration) {
@@ -191,7 +195,7 @@ impl Paths {
 
 /// Hex digest of the configuration. `DefaultHasher::new()` has fixed keys: the same in every
 /// process built with the same Rust; a different build just does not share.
-fn config_key(launcher: &Path, workspace: &Path, args: &[OsString], env: &[(OsString, OsString)]) -> Result<String> {
+fn config_key(launcher: &Path, dirs: &[&Path], args: &[OsString], env: &[(OsString, OsString)]) -> Result<String> {
     let launcher = std::fs::canonicalize(launcher).map_err(|e| {
         Error::new(
             ErrorKind::BridgeStartFailed,
@@ -199,7 +203,10 @@ fn config_key(launcher: &Path, workspace: &Path, args: &[OsString], env: &[(OsSt
         )
     })?;
     let meta = std::fs::metadata(&launcher).map_err(|e| Error::new(ErrorKind::BridgeStartFailed, e.to_string()))?;
-    let workspace = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let dirs: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf()))
+        .collect();
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (
         REGISTRATION_VERSION,
@@ -210,7 +217,7 @@ fn config_key(launcher: &Path, workspace: &Path, args: &[OsString], env: &[(OsSt
         meta.ino(),
     )
         .hash(&mut h);
-    (&workspace, args, env).hash(&mut h);
+    (&dirs, args, env).hash(&mut h);
     let a = h.finish();
     "second half".hash(&mut h);
     Ok(format!("{a:016x}{:016x}", h.finish()))
@@ -544,13 +551,15 @@ mod tests {
         std::fs::write(&bin, "x").unwrap();
         let args: Vec<OsString> = vec!["--workspace".into(), "/w".into()];
         let env: Vec<(OsString, OsString)> = vec![("A".into(), "1".into())];
-        let k = config_key(&bin, d.path(), &args, &env).unwrap();
+        let ws = [d.path()];
+        let k = config_key(&bin, &ws, &args, &env).unwrap();
         assert_eq!(k.len(), 32);
-        assert_eq!(k, config_key(&bin, d.path(), &args, &env).unwrap());
-        assert_ne!(k, config_key(&bin, d.path(), &args[..1], &env).unwrap());
-        assert_ne!(k, config_key(&bin, d.path(), &args, &[]).unwrap());
-        assert_ne!(k, config_key(&bin, &d.path().join(".."), &args, &env).unwrap());
+        assert_eq!(k, config_key(&bin, &ws, &args, &env).unwrap());
+        assert_ne!(k, config_key(&bin, &ws, &args[..1], &env).unwrap());
+        assert_ne!(k, config_key(&bin, &ws, &[], &env).unwrap());
+        assert_ne!(k, config_key(&bin, &ws, &args, &[]).unwrap());
+        assert_ne!(k, config_key(&bin, &[&d.path().join("..")], &args, &env).unwrap());
         std::fs::write(&bin, "xy").unwrap();
-        assert_ne!(k, config_key(&bin, d.path(), &args, &env).unwrap());
+        assert_ne!(k, config_key(&bin, &ws, &args, &env).unwrap());
     }
 }
