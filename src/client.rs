@@ -464,8 +464,7 @@ impl Client {
                 .shared_bridge_idle_ms
                 .map(Duration::from_millis)
                 .unwrap_or(shared::DEFAULT_IDLE);
-            let sb = SharedBridge::attach_or_launch(&launch, idle)?;
-            let transport = Transport::new(sb.base_url(), sb.token(), topts)?;
+            let (sb, transport) = SharedBridge::attach_or_launch(&launch, idle, topts)?;
             *self.inner.shared_bridge.lock() = Some(sb);
             return Ok(Connection::new(transport, None));
         }

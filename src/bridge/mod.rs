@@ -471,7 +471,11 @@ pub mod shared {
     pub enum SharedBridge {}
 
     impl SharedBridge {
-        pub fn attach_or_launch(_opts: &LaunchOptions, _idle: Duration) -> Result<SharedBridge> {
+        pub fn attach_or_launch(
+            _opts: &LaunchOptions,
+            _idle: Duration,
+            _topts: crate::transport::TransportOptions,
+        ) -> Result<(SharedBridge, crate::transport::Transport)> {
             Err(Error::new(
                 ErrorKind::BridgeStartFailed,
                 "the shared bridge is not available on this platform",

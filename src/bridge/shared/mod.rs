@@ -94,8 +94,13 @@ struct Registration {
 
 impl SharedBridge {
     /// Attaches to the registered bridge for this configuration, or starts one (kept alive for
-    /// `idle` after its last client) and registers it.
-    pub fn attach_or_launch(opts: &LaunchOptions, idle: Duration) -> Result<SharedBridge> {
+    /// `idle` after its last client) and registers it. Returns the transport the attach checked
+    /// the bridge with (its connection stays open for the caller's first call).
+    pub fn attach_or_launch(
+        opts: &LaunchOptions,
+        idle: Duration,
+        topts: TransportOptions,
+    ) -> Result<(SharedBridge, Transport)> {
         let dir = runtime_dir()?;
         let cl = command_line(opts)?;
         // The bridge runs in the launching process's directory: relative paths in its arguments
@@ -105,13 +110,14 @@ impl SharedBridge {
         let paths = Paths::new(&dir, &key);
         let _lock = lock_key(&paths.lock, opts.startup_timeout + Duration::from_secs(10))?;
         if let Some(reg) = read_registration(&paths.registration) {
-            match attach(&paths, &reg) {
-                Ok(lease) => {
-                    return Ok(SharedBridge {
+            match attach(&paths, &reg, topts.clone()) {
+                Ok((lease, transport)) => {
+                    let bridge = SharedBridge {
                         reg,
                         launched: false,
                         _lease: lease,
-                    })
+                    };
+                    return Ok((bridge, transport));
                 }
                 Err(why) => {
                     crate::log::emit(
@@ -122,7 +128,9 @@ impl SharedBridge {
                 }
             }
         }
-        launch(opts, &paths, cl, idle)
+        let bridge = launch(opts, &paths, cl, idle)?;
+        let transport = Transport::new(bridge.base_url(), bridge.token(), topts)?;
+        Ok((bridge, transport))
     }
 
     pub fn base_url(&self) -> &str {
@@ -314,7 +322,11 @@ fn read_registration(path: &Path) -> Option<Registration> {
 }
 
 /// Takes a lease on the registered bridge if it is alive and accepts the token.
-fn attach(paths: &Paths, reg: &Registration) -> std::result::Result<OwnedFd, String> {
+fn attach(
+    paths: &Paths,
+    reg: &Registration,
+    topts: TransportOptions,
+) -> std::result::Result<(OwnedFd, Transport), String> {
     if !reg.alive() {
         return Err(format!(
             "keeper {} or bridge {} is gone",
@@ -326,7 +338,7 @@ fn attach(paths: &Paths, reg: &Registration) -> std::result::Result<OwnedFd, Str
     }
     let lease = open_own(&paths.instance(&reg.nonce, "lease"), false).map_err(|e| e.message)?;
     take_shared(&lease).map_err(|e| format!("cannot take a lease: {e}"))?;
-    let transport = Transport::new(&reg.url, &reg.token, TransportOptions::default()).map_err(|e| e.message)?;
+    let transport = Transport::new(&reg.url, &reg.token, topts).map_err(|e| e.message)?;
     transport
         .unary::<_, crate::proto::PingResponse>(
             crate::link::CONTROL,
@@ -340,7 +352,7 @@ fn attach(paths: &Paths, reg: &Registration) -> std::result::Result<OwnedFd, Str
             ErrorKind::Auth => "the bridge refuses the registered token".to_string(),
             _ => format!("the bridge does not answer: {}", e.message),
         })?;
-    Ok(lease.into())
+    Ok((lease.into(), transport))
 }
 
 /// A shared lock on the lease. The keeper's probe holds an exclusive one for an instant:
