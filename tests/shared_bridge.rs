@@ -268,8 +268,10 @@ fn run_helper(mode: &str, ws: &Path) -> std::process::Child {
         .unwrap()
 }
 
-/// The helper's `HELPER …` line as key → value.
-fn helper_line(child: &mut std::process::Child) -> std::collections::HashMap<String, u32> {
+/// The helper's `HELPER …` line as key → value, and a receiver told when its stdout closes.
+fn helper_line(
+    child: &mut std::process::Child,
+) -> (std::collections::HashMap<String, u32>, std::sync::mpsc::Receiver<()>) {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let line = lines
         .by_ref()
@@ -277,14 +279,20 @@ fn helper_line(child: &mut std::process::Child) -> std::collections::HashMap<Str
         .find(|l| l.starts_with("HELPER "))
         .expect("the helper printed no HELPER line");
     // The harness prints on after it: keep reading, or it fails on a broken pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    line.split_whitespace()
+    let (tx, eof) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        lines.for_each(drop);
+        let _ = tx.send(());
+    });
+    let fields = line
+        .split_whitespace()
         .skip(1)
         .map(|kv| {
             let (k, v) = kv.split_once('=').unwrap();
             (k.to_string(), v.parse().unwrap())
         })
-        .collect()
+        .collect();
+    (fields, eof)
 }
 
 #[test]
@@ -293,8 +301,13 @@ fn two_processes_starting_at_once_share_one_bridge() {
     let sb = Sandbox::new();
     let mut a = run_helper("once", &sb.path());
     let mut b = run_helper("once", &sb.path());
-    let (la, lb) = (helper_line(&mut a), helper_line(&mut b));
+    let ((la, eof_a), (lb, eof_b)) = (helper_line(&mut a), helper_line(&mut b));
     assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
+    // The keeper (forked from one of them) holds none of their descriptors: their stdout closes.
+    for eof in [eof_a, eof_b] {
+        eof.recv_timeout(Duration::from_secs(5))
+            .expect("a helper's stdout stayed open after it exited (held by the keeper?)");
+    }
     assert_eq!(la["pid"], lb["pid"], "two bridges for one configuration");
     let (_, registered) = rt.remember();
     assert_eq!(registered, la["pid"]);
@@ -395,7 +408,7 @@ fn a_sigkilled_host_leaves_the_shared_bridge_serving_and_takes_its_own_down() {
     let mut rt = Runtime::new();
     let sb = Sandbox::new();
     let mut host = run_helper("hold", &sb.path());
-    let line = helper_line(&mut host);
+    let (line, _) = helper_line(&mut host);
     let (shared, private) = (line["pid"], line["private"]);
     rt.remember();
     host.kill().unwrap(); // SIGKILL

@@ -5,7 +5,8 @@
 //! It is a forked copy of the launching host that never execs: between fork and `_exit` it makes
 //! only async-signal-safe system calls on memory prepared before the fork (the host may have
 //! other threads, whose locks the copy inherits frozen). It closes every descriptor it inherited
-//! (a host's lifeline socket or lease held open by the keeper would defeat their purpose), forks
+//! (a host's lifeline socket or lease held open by the keeper would defeat their purpose, and a
+//! pipe on the host's stdout would not see EOF before the keeper exits), forks
 //! the bridge into its own process group with its stderr on a log file, then polls every
 //! [`POLL_MS`]:
 //! - the bridge exited: clean up and exit;
@@ -140,6 +141,9 @@ fn errno() -> libc::c_int {
 /// The keeper process. Async-signal-safe calls only; never returns.
 unsafe fn keeper_main(spec: &Spec, argv: &[*const c_char], envp: &[*const c_char], status: RawFd) -> ! {
     let _ = super::super::signals::reset_for_exec();
+    // In `ps`, not the name of whatever host thread forked it.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    libc::prctl(libc::PR_SET_NAME, c"cursor-sdk-keep".as_ptr(), 0, 0, 0);
     libc::signal(libc::SIGHUP, libc::SIG_IGN);
     libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     let mut stop_signals: libc::sigset_t = std::mem::zeroed();
@@ -153,11 +157,17 @@ unsafe fn keeper_main(spec: &Spec, argv: &[*const c_char], envp: &[*const c_char
     let lock = libc::open(spec.lock_path.as_ptr(), flags);
     let lease = libc::open(spec.lease_path.as_ptr(), flags);
     let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
-    let log = spec.log.as_raw_fd();
     if lock < 0 || lease < 0 || null < 0 {
         libc::_exit(1);
     }
+    // Above 0–2, which are about to become /dev/null (a host may have closed its stdin).
+    let [status, log, lock, lease, null] = [status, spec.log.as_raw_fd(), lock, lease, null].map(|fd| above_stdio(fd));
     close_all_except(&[status, log, lock, lease, null]);
+    // Nor the host's stdin/stdout/stderr: a shell reading the host's output through a pipe
+    // would wait for the keeper too.
+    for fd in 0..3 {
+        libc::dup2(null, fd);
+    }
     libc::fcntl(status, libc::F_SETFD, libc::FD_CLOEXEC);
 
     let me = libc::getpid();
@@ -234,6 +244,14 @@ unsafe fn start_bridge(
     let _ = super::super::signals::reset_for_exec();
     libc::execve(spec.program.as_ptr(), argv.as_ptr(), envp.as_ptr());
     libc::_exit(127);
+}
+
+/// `fd`, or a close-on-exec copy of it numbered 3 or more.
+unsafe fn above_stdio(fd: RawFd) -> RawFd {
+    if fd > 2 {
+        return fd;
+    }
+    libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3)
 }
 
 /// Removes this instance's traces and exits. `group`: the bridge to stop (and reap).
