@@ -9,6 +9,9 @@
 //! A bridge belongs to the process that launched it. In a forked child of that process the
 //! inherited handle is inert: stopping or dropping it, and the child's exit, leave the parent's
 //! bridge alone, and [`ManagedBridge::owned_by_this_process`] lets callers refuse to use it.
+//!
+//! The opt-in shared bridge ([`shared`]) is the exception by design: it belongs to no client
+//! and outlives them, until it has had none for an idle period.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
