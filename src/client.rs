@@ -19,7 +19,7 @@ use crate::bridge::shared::{self, SharedBridge};
 use crate::bridge::{LaunchOptions, ManagedBridge};
 use crate::callback::CallbackServer;
 use crate::error::{Error, ErrorKind, Result};
-use crate::link::{CallOpts, Connection, Link, AGENTS, CATALOG, CONTROL};
+use crate::link::{CallOpts, Connection, Link, Watch, AGENTS, CATALOG, CONTROL};
 use crate::options;
 use crate::proto;
 use crate::tools::{Registry, Store, Tool, DEFAULT_TOOL_TIMEOUT};
@@ -187,7 +187,7 @@ struct Inner {
     /// What turned the shared bridge on (the option or the variable), for error messages.
     shared: Option<&'static str>,
     /// The lease on the shared bridge in use: released (never stopped) at shutdown.
-    shared_bridge: Mutex<Option<SharedBridge>>,
+    shared_bridge: Mutex<Option<Arc<SharedBridge>>>,
     link: Arc<Link>,
     registry: Arc<Registry>,
     callbacks: Mutex<Option<Arc<CallbackServer>>>,
@@ -465,8 +465,20 @@ impl Client {
                 .map(Duration::from_millis)
                 .unwrap_or(shared::DEFAULT_IDLE);
             let (sb, transport) = SharedBridge::attach_or_launch(&launch, idle, topts)?;
+            let sb = Arc::new(sb);
+            // Weak: the lease goes with the client, not with a connection a run still holds.
+            let watched = Arc::downgrade(&sb);
             *self.inner.shared_bridge.lock() = Some(sb);
-            return Ok(Connection::new(transport, None));
+            let watch: Watch = Box::new(move || {
+                let sb = watched.upgrade()?;
+                (!sb.is_alive()).then(|| {
+                    Error::new(
+                        ErrorKind::BridgeExited,
+                        format!("the shared bridge (pid {}) exited or was stopped", sb.pid()),
+                    )
+                })
+            });
+            return Ok(Connection::watched(transport, watch));
         }
         let bridge = ManagedBridge::launch(&launch)?;
         let transport = Transport::new(bridge.base_url(), bridge.token(), topts)?;

@@ -211,6 +211,24 @@ fn the_real_bridge_is_shared_too() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+#[test]
+fn a_shared_bridge_killed_from_outside_fails_one_call_and_is_replaced() {
+    let mut rt = Runtime::new();
+    let sb = Sandbox::new();
+    let (c, pid, _) = shared_client(&double_options(&sb, 60_000));
+    let (keeper, _) = rt.remember();
+    // SAFETY: SIGKILL to the bridge this test started.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    let e = c.ping().unwrap_err();
+    assert_eq!(e.kind, ErrorKind::BridgeExited, "{e:?}");
+    // Its keeper unregisters it and exits; the next call gets a new shared bridge.
+    assert!(eventually(Duration::from_secs(5), || !alive(keeper)));
+    c.ping().unwrap();
+    let new = c.bridge_pid().unwrap();
+    assert_ne!(new, pid);
+    assert_eq!(rt.remember().1, new);
+}
+
 /// Not a test on its own: a client process for the multi-process tests (see `run_helper`).
 #[test]
 #[ignore = "runs only as a child of the shared_bridge tests"]

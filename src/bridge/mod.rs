@@ -496,5 +496,8 @@ pub mod shared {
         pub fn sdk_version(&self) -> Option<&str> {
             match *self {}
         }
+        pub fn is_alive(&self) -> bool {
+            match *self {}
+        }
     }
 }
