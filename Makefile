@@ -112,6 +112,10 @@ bench: fetch-bridge
 	python3 bench/run.py $(if $(QUICK),--quick) \
 		--bridge $(CURSOR_SDK_BRIDGE_CACHE)/cursor-sdk-1.1.0/bridge/bin/cursor-sdk-bridge
 	@$(MAKE) --no-print-directory zig-bench QUICK=$(QUICK)
+	$(CC) -O2 -Wall -Wextra -Iinclude bench/warm_start.c -L$(CURDIR)/target/release -lcursor_sdk \
+		-Wl,-rpath,$(BENCH_BIN)/lib -o $(BENCH_BIN)/warm_start
+	python3 bench/warm.py $(if $(QUICK),--quick) \
+		--bridge $(CURSOR_SDK_BRIDGE_CACHE)/cursor-sdk-1.1.0/bridge/bin/cursor-sdk-bridge
 
 clean:
 	$(CARGO) clean

@@ -416,7 +416,11 @@ void cursor_agent_free(cursor_agent *CURSOR_NULLABLE a);
 /// `maxFrameBytes` (64 MiB; 1 KiB..1 GiB), `maxRetries` (0..10, default 0: how often read-only
 /// calls are retried on unavailable, rate-limited or lost connections, with backoff and jitter,
 /// honouring the bridge's retry-after), `toolTimeoutMs`, `verbose`, `eager` (start the bridge
-/// now instead of on first use), `localStore`, `bridgeEnv` (object), `bridgeArgs` (array).
+/// now instead of on first use), `localStore`, `bridgeEnv` (object), `bridgeArgs` (array),
+/// `sharedBridge` (use this user's shared warm bridge for the configuration, starting it if there
+/// is none; it outlives the client and exits after `sharedBridgeIdleMs`, 600000; 1..86400000,
+/// without a client; default: on when `CURSOR_SDK_SHARED_BRIDGE=1`, `false` wins over it; with
+/// custom tools, a store handler or `bridgeUrl` it is `CURSOR_E_INVALID_ARGUMENT`).
 /// Unknown keys, values out of range, a malformed `bridgeUrl` (not `http://host:port`) and a
 /// `workspace` that is not a directory are `CURSOR_E_INVALID_ARGUMENT`, naming the key.
 ///

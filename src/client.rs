@@ -15,10 +15,11 @@ use parking_lot::Mutex;
 use serde::Deserialize;
 
 use crate::agent::Agent;
+use crate::bridge::shared::{self, SharedBridge};
 use crate::bridge::{LaunchOptions, ManagedBridge};
 use crate::callback::CallbackServer;
 use crate::error::{Error, ErrorKind, Result};
-use crate::link::{CallOpts, Connection, Link, AGENTS, CATALOG, CONTROL};
+use crate::link::{CallOpts, Connection, Link, Watch, AGENTS, CATALOG, CONTROL};
 use crate::options;
 use crate::proto;
 use crate::tools::{Registry, Store, Tool, DEFAULT_TOOL_TIMEOUT};
@@ -82,6 +83,16 @@ pub struct ClientOptions {
     /// Extra command-line arguments for a launched bridge.
     #[serde(default, alias = "bridge_args")]
     pub bridge_args: Vec<String>,
+    /// Use the shared warm bridge of this user and configuration, starting it if there is none;
+    /// it outlives this client (see `bridge::shared`). Default: on when `CURSOR_SDK_SHARED_BRIDGE`
+    /// is `1`, else off; `false` here wins over the variable. Refused with custom tools and
+    /// store handlers, which need a bridge of their own.
+    #[serde(alias = "shared_bridge")]
+    pub shared_bridge: Option<bool>,
+    /// How long a shared bridge started by this client lives on with no client (default 600 000;
+    /// 1 to 86 400 000). A bridge that runs already keeps the idle period it was started with.
+    #[serde(alias = "shared_bridge_idle_ms")]
+    pub shared_bridge_idle_ms: Option<u64>,
 }
 
 impl ClientOptions {
@@ -113,6 +124,7 @@ impl ClientOptions {
         range("toolTimeoutMs", self.tool_timeout_ms, 1, DAY_MS)?;
         range("maxFrameBytes", self.max_frame_bytes.map(|v| v as u64), 1024, 1 << 30)?;
         range("maxRetries", self.max_retries.map(u64::from), 0, 10)?;
+        range("sharedBridgeIdleMs", self.shared_bridge_idle_ms, 1, DAY_MS)?;
         if let Some(url) = &self.bridge_url {
             crate::transport::http::check_base_url(url)
                 .map_err(|e| Error::invalid_argument(format!("client options: bridgeUrl: {}", e.message)))?;
@@ -172,6 +184,10 @@ struct Inner {
     opts: ClientOptions,
     workspace: PathBuf,
     attach: Option<(String, String)>,
+    /// What turned the shared bridge on (the option or the variable), for error messages.
+    shared: Option<&'static str>,
+    /// The lease on the shared bridge in use: released (never stopped) at shutdown.
+    shared_bridge: Mutex<Option<Arc<SharedBridge>>>,
     link: Arc<Link>,
     registry: Arc<Registry>,
     callbacks: Mutex<Option<Arc<CallbackServer>>>,
@@ -188,6 +204,8 @@ impl Inner {
             }
             return;
         }
+        // Closing our descriptor releases the lease (the parent's, after a fork, stays held).
+        self.shared_bridge.lock().take();
         let server = self.callbacks.lock().take();
         if let Some(server) = server {
             server.stop();
@@ -249,6 +267,7 @@ impl Client {
             .map(Duration::from_millis)
             .unwrap_or(DEFAULT_TOOL_TIMEOUT);
         local_store_args(&opts, store.is_some(), attach.is_some())?;
+        let shared = shared_source(&opts, attach.is_some(), store.is_some())?;
         let api_key = opts
             .api_key
             .clone()
@@ -265,6 +284,8 @@ impl Client {
                 opts,
                 workspace,
                 attach,
+                shared,
+                shared_bridge: Mutex::new(None),
                 link: Arc::new(link),
                 registry: Arc::new(Registry::new(store, tool_timeout)),
                 callbacks: Mutex::new(None),
@@ -319,10 +340,18 @@ impl Client {
             .unwrap_or_default()
     }
 
-    /// The base URL of the bridge in use (launched or attached), once connected.
+    /// True when the client uses the shared warm bridge (`sharedBridge`).
+    pub fn is_shared(&self) -> bool {
+        self.inner.shared.is_some()
+    }
+
+    /// The base URL of the bridge in use (launched, shared or attached), once connected.
     pub fn bridge_url(&self) -> Option<String> {
         if let Some((url, _)) = &self.inner.attach {
             return Some(url.clone());
+        }
+        if let Some(sb) = self.inner.shared_bridge.lock().as_ref() {
+            return Some(sb.base_url().to_string());
         }
         let conn = self.inner.link.existing();
         conn.and_then(|c| c.bridge().map(|b| b.base_url().to_string()))
@@ -338,6 +367,12 @@ impl Client {
             });
         }
         let conn = self.connection()?;
+        if let Some(sb) = self.inner.shared_bridge.lock().as_ref() {
+            return Ok(BridgeEndpoint {
+                url: sb.base_url().to_string(),
+                token: sb.token().to_string(),
+            });
+        }
         let bridge = conn.bridge().ok_or_else(|| Error::internal("no bridge"))?;
         Ok(BridgeEndpoint {
             url: bridge.base_url().to_string(),
@@ -357,8 +392,11 @@ impl Client {
         )
     }
 
-    /// The launched bridge's node pid, if one runs.
+    /// The launched (or shared) bridge's node pid, if one runs.
     pub fn bridge_pid(&self) -> Option<u32> {
+        if let Some(sb) = self.inner.shared_bridge.lock().as_ref() {
+            return Some(sb.pid());
+        }
         let conn = self.inner.link.existing();
         conn.and_then(|c| c.bridge().map(|b| b.ready().pid))
     }
@@ -421,6 +459,27 @@ impl Client {
             on_stderr_line: Some(Arc::new(|line: &str| crate::log::emit(crate::log::Level::Debug, line))),
             ..LaunchOptions::default()
         };
+        if self.inner.shared.is_some() {
+            let idle = o
+                .shared_bridge_idle_ms
+                .map(Duration::from_millis)
+                .unwrap_or(shared::DEFAULT_IDLE);
+            let (sb, transport) = SharedBridge::attach_or_launch(&launch, idle, topts)?;
+            let sb = Arc::new(sb);
+            // Weak: the lease goes with the client, not with a connection a run still holds.
+            let watched = Arc::downgrade(&sb);
+            *self.inner.shared_bridge.lock() = Some(sb);
+            let watch: Watch = Box::new(move || {
+                let sb = watched.upgrade()?;
+                (!sb.is_alive()).then(|| {
+                    Error::new(
+                        ErrorKind::BridgeExited,
+                        format!("the shared bridge (pid {}) exited or was stopped", sb.pid()),
+                    )
+                })
+            });
+            return Ok(Connection::watched(transport, watch));
+        }
         let bridge = ManagedBridge::launch(&launch)?;
         let transport = Transport::new(bridge.base_url(), bridge.token(), topts)?;
         let conn = Connection::new(transport, Some(bridge));
@@ -479,6 +538,7 @@ impl Client {
     /// (replacing a tool of the same name).
     /// On error nothing is registered.
     pub fn add_tool(&self, tool: Tool) -> Result<()> {
+        self.refuse_tools_if_shared()?;
         let name = tool.name.clone();
         self.inner.registry.add_client_tool(tool)?;
         let conn = self.inner.link.existing();
@@ -492,6 +552,18 @@ impl Client {
         registered
     }
 
+    /// The bridge has one tool callback for all its clients: a shared one would call another
+    /// client's tools, or lose ours.
+    fn refuse_tools_if_shared(&self) -> Result<()> {
+        match self.inner.shared {
+            Some(source) => Err(Error::invalid_argument(format!(
+                "custom tools need a bridge of their own and cannot be used with the shared bridge ({source}): \
+                 create this client with \"sharedBridge\": false"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Declares the client's tools plus `extra` in `local.custom_tools`, refusing what would
     /// silently lose them, and makes sure the bridge knows where to call.
     fn declare_tools(&self, opts: &mut proto::AgentOptions, extra: &[Tool]) -> Result<()> {
@@ -500,6 +572,7 @@ impl Client {
         if tools.is_empty() {
             return Ok(());
         }
+        self.refuse_tools_if_shared()?;
         if opts.cloud.is_some() {
             return Err(Error::invalid_argument(
                 "custom tools work with local agents only; this agent has cloud options",
@@ -594,17 +667,25 @@ impl Client {
             bridge_version: r.bridge_version,
             protocol_version: r.protocol_version,
             capabilities: r.capabilities,
-            sdk_version: conn.bridge().and_then(|b| b.sdk_version()).map(str::to_string),
+            sdk_version: self.sdk_version(&conn),
         })
     }
 
     /// Refuses options the running bridge release would drop silently (see `compat.rs`).
     fn check_supported(&self, opts: &proto::AgentOptions) -> Result<()> {
         let conn = self.connection()?;
-        match conn.bridge().and_then(|b| b.sdk_version()) {
-            Some(v) => crate::compat::check_agent_options(v, opts),
+        match self.sdk_version(&conn) {
+            Some(v) => crate::compat::check_agent_options(&v, opts),
             None => Ok(()),
         }
+    }
+
+    /// The cursor-sdk release of the bridge behind `conn` (launched or shared), if known.
+    fn sdk_version(&self, conn: &Connection) -> Option<String> {
+        if let Some(sb) = self.inner.shared_bridge.lock().as_ref() {
+            return sb.sdk_version().map(str::to_string);
+        }
+        conn.bridge().and_then(|b| b.sdk_version()).map(str::to_string)
     }
 
     // ---- catalog ----
@@ -958,6 +1039,31 @@ impl Client {
             self.unary(AGENTS, "GetRunConversation", &req, Idempotency::Idempotent)?;
         Ok(r.conversation_json)
     }
+}
+
+/// What turns the shared bridge on, if anything: the option, else the variable. Refuses what
+/// cannot share (a store handler; an explicit `bridgeUrl`, which the variable yields to).
+fn shared_source(o: &ClientOptions, attached: bool, has_store: bool) -> Result<Option<&'static str>> {
+    let source = match o.shared_bridge {
+        Some(true) => "sharedBridge",
+        Some(false) => return Ok(None),
+        None => match std::env::var(shared::ENV_SHARED_BRIDGE).as_deref() {
+            Ok("1" | "true") if !attached => "CURSOR_SDK_SHARED_BRIDGE=1",
+            _ => return Ok(None),
+        },
+    };
+    if attached {
+        return Err(Error::invalid_argument(
+            "sharedBridge and bridgeUrl/bridgeToken exclude each other: attach to a bridge, or share one",
+        ));
+    }
+    if has_store {
+        return Err(Error::invalid_argument(format!(
+            "a store handler needs a bridge of its own and cannot be used with the shared bridge ({source}): \
+             create this client with \"sharedBridge\": false"
+        )));
+    }
+    Ok(Some(source))
 }
 
 /// The `--local-store` arguments for `localStore` (and a custom store handler).

@@ -52,15 +52,32 @@ const BACKOFF_BASE: Duration = Duration::from_millis(250);
 const BACKOFF_CAP: Duration = Duration::from_secs(2);
 const RETRY_AFTER_CAP: Duration = Duration::from_secs(10);
 
+/// Says why a bridge we did not launch but can watch (the shared one) is gone, once it is.
+pub(crate) type Watch = Box<dyn Fn() -> Option<Error> + Send + Sync>;
+
 /// A live connection: the transport and the bridge we launched (if any).
 pub(crate) struct Connection {
     pub transport: Transport,
     bridge: Option<ManagedBridge>,
+    watch: Option<Watch>,
 }
 
 impl Connection {
     pub fn new(transport: Transport, bridge: Option<ManagedBridge>) -> Connection {
-        Connection { transport, bridge }
+        Connection {
+            transport,
+            bridge,
+            watch: None,
+        }
+    }
+
+    /// A connection to a bridge someone else stops, whose death `watch` reports.
+    pub fn watched(transport: Transport, watch: Watch) -> Connection {
+        Connection {
+            transport,
+            bridge: None,
+            watch: Some(watch),
+        }
     }
 
     pub fn bridge(&self) -> Option<&ManagedBridge> {
@@ -68,7 +85,11 @@ impl Connection {
     }
 
     fn dead(&self) -> Option<Error> {
-        self.bridge.as_ref().and_then(ManagedBridge::exit_error)
+        match (&self.bridge, &self.watch) {
+            (Some(b), _) => b.exit_error(),
+            (None, Some(w)) => w(),
+            (None, None) => None,
+        }
     }
 
     /// Stops a launched bridge: `Shutdown` (at most [`SHUTDOWN_GRACE`]), then signals.
@@ -227,7 +248,9 @@ impl Link {
 
     /// A failed call's error, or `BridgeExited` if the failure was the bridge dying.
     pub fn explain(&self, conn: &Arc<Connection>, e: Error) -> Error {
-        if !matches!(e.kind, ErrorKind::Transport | ErrorKind::Timeout | ErrorKind::Protocol) || conn.bridge.is_none() {
+        if !matches!(e.kind, ErrorKind::Transport | ErrorKind::Timeout | ErrorKind::Protocol)
+            || (conn.bridge.is_none() && conn.watch.is_none())
+        {
             return e;
         }
         // The bridge may take a moment to be reaped after its socket closed.

@@ -9,6 +9,9 @@
 //! A bridge belongs to the process that launched it. In a forked child of that process the
 //! inherited handle is inert: stopping or dropping it, and the child's exit, leave the parent's
 //! bridge alone, and [`ManagedBridge::owned_by_this_process`] lets callers refuse to use it.
+//!
+//! The opt-in shared bridge ([`shared`]) is the exception by design: it belongs to no client
+//! and outlives them, until it has had none for an idle period.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -26,6 +29,8 @@ mod locate;
 #[cfg(unix)]
 mod process;
 mod ready;
+#[cfg(unix)]
+pub mod shared;
 #[cfg(unix)]
 mod signals;
 #[cfg_attr(not(unix), allow(dead_code))]
@@ -104,6 +109,67 @@ impl std::fmt::Debug for LaunchOptions {
 #[cfg_attr(not(unix), allow(dead_code))]
 const TAIL_IN_MESSAGE: usize = 4096;
 
+/// What a launch runs, resolved from [`LaunchOptions`]: the located launcher, the workspace, the
+/// full argument list (ours, then the caller's) and the environment additions.
+#[cfg(unix)]
+pub(crate) struct CommandLine {
+    pub launcher: PathBuf,
+    pub workspace: PathBuf,
+    pub args: Vec<OsString>,
+    pub env: Vec<(OsString, OsString)>,
+    pub sdk_version: Option<String>,
+}
+
+#[cfg(unix)]
+pub(crate) fn command_line(opts: &LaunchOptions) -> Result<CommandLine> {
+    let launcher = locate(opts.bridge_path.as_deref())?;
+    let workspace = match &opts.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("no workspace given and no current directory: {e}"),
+            )
+        })?,
+    };
+    let mut args: Vec<OsString> = vec!["--workspace".into(), workspace.clone().into_os_string()];
+    // The release the bridge ships in (its manifest's `sdkVersion`): what it supports.
+    let sdk_version = locate::manifest_of(&launcher)
+        .ok()
+        .flatten()
+        .and_then(|m| m.sdk_version);
+    if opts.verbose {
+        // Bridges before cursor-sdk 1.0.27 refuse to start with --verbose; they just
+        // do without its RPC log.
+        if crate::compat::accepts_verbose_flag(sdk_version.as_deref()) {
+            args.push("--verbose".into());
+        } else {
+            crate::log::emit(
+                crate::log::Level::Info,
+                &format!(
+                    "bridge from cursor-sdk {} has no --verbose (added in {}); starting it without",
+                    sdk_version.as_deref().unwrap_or("?"),
+                    crate::compat::VERBOSE_FLAG_SINCE
+                ),
+            );
+        }
+    }
+    args.extend(opts.args.iter().cloned());
+    let mut env: Vec<(OsString, OsString)> =
+        vec![("CURSOR_SDK_CLIENT_LANGUAGE".into(), opts.client_language.clone().into())];
+    if let Some(key) = &opts.api_key {
+        env.push(("CURSOR_API_KEY".into(), key.into()));
+    }
+    env.extend(opts.env.iter().cloned());
+    Ok(CommandLine {
+        launcher,
+        workspace,
+        args,
+        env,
+        sdk_version,
+    })
+}
+
 #[cfg(unix)]
 pub use managed::ManagedBridge;
 
@@ -137,46 +203,13 @@ mod managed {
     impl ManagedBridge {
         /// Starts a bridge and waits for its ready line (see [`LaunchOptions`]).
         pub fn launch(opts: &LaunchOptions) -> Result<ManagedBridge> {
-            let launcher = locate(opts.bridge_path.as_deref())?;
-            let workspace = match &opts.workspace {
-                Some(w) => w.clone(),
-                None => std::env::current_dir().map_err(|e| {
-                    Error::new(
-                        ErrorKind::InvalidArgument,
-                        format!("no workspace given and no current directory: {e}"),
-                    )
-                })?,
-            };
-            let mut args: Vec<OsString> = vec!["--workspace".into(), workspace.into_os_string()];
-            // The release the bridge ships in (its manifest's `sdkVersion`): what it supports.
-            let sdk_version = locate::manifest_of(&launcher)
-                .ok()
-                .flatten()
-                .and_then(|m| m.sdk_version);
-            if opts.verbose {
-                // Bridges before cursor-sdk 1.0.27 refuse to start with --verbose; they just
-                // do without its RPC log.
-                if crate::compat::accepts_verbose_flag(sdk_version.as_deref()) {
-                    args.push("--verbose".into());
-                } else {
-                    crate::log::emit(
-                        crate::log::Level::Info,
-                        &format!(
-                            "bridge from cursor-sdk {} has no --verbose (added in {}); starting it without",
-                            sdk_version.as_deref().unwrap_or("?"),
-                            crate::compat::VERBOSE_FLAG_SINCE
-                        ),
-                    );
-                }
-            }
-            args.extend(opts.args.iter().cloned());
-            let mut env: Vec<(OsString, OsString)> =
-                vec![("CURSOR_SDK_CLIENT_LANGUAGE".into(), opts.client_language.clone().into())];
-            if let Some(key) = &opts.api_key {
-                env.push(("CURSOR_API_KEY".into(), key.into()));
-            }
-            env.extend(opts.env.iter().cloned());
-
+            let CommandLine {
+                launcher,
+                args,
+                env,
+                sdk_version,
+                ..
+            } = command_line(opts)?;
             let (program, args) = super::launcher::command(&launcher, &args);
             let (process, startup) = Process::spawn(&launcher, &program, &args, &env, opts.on_stderr_line.clone())?;
             let outcome = startup.recv_timeout(opts.startup_timeout);
@@ -423,6 +456,48 @@ mod unsupported {
         }
         pub fn stop(&self, _graceful: Option<&dyn Fn() -> bool>) {
             match self.never {}
+        }
+    }
+}
+
+/// Shared bridges need unix processes and locks: refused on this platform.
+#[cfg(not(unix))]
+pub mod shared {
+    use super::LaunchOptions;
+    use crate::error::{Error, ErrorKind, Result};
+    use std::time::Duration;
+
+    pub const DEFAULT_IDLE: Duration = Duration::from_secs(600);
+    pub const ENV_SHARED_BRIDGE: &str = "CURSOR_SDK_SHARED_BRIDGE";
+
+    /// Never made on this platform.
+    pub enum SharedBridge {}
+
+    impl SharedBridge {
+        pub fn attach_or_launch(
+            _opts: &LaunchOptions,
+            _idle: Duration,
+            _topts: crate::transport::TransportOptions,
+        ) -> Result<(SharedBridge, crate::transport::Transport)> {
+            Err(Error::new(
+                ErrorKind::BridgeStartFailed,
+                "the shared bridge is not available on this platform",
+            ))
+        }
+        pub fn base_url(&self) -> &str {
+            match *self {}
+        }
+        pub fn token(&self) -> &str {
+            match *self {}
+        }
+        pub fn pid(&self) -> u32 {
+            match *self {}
+        }
+        pub fn sdk_version(&self) -> Option<&str> {
+            match *self {}
+        }
+        pub fn is_alive(&self) -> bool {
+            match *self {}
         }
     }
 }

@@ -185,7 +185,7 @@ pub fn drain(pipe: impl Read, shared: Arc<StderrShared>, startup: mpsc::Sender<S
 
 /// The bearer token: the trimmed content of `authTokenFile` (or the inline token of old bridges).
 /// The file is written before the ready line; the short retry only covers a slow filesystem.
-fn read_token(info: &ReadyInfo) -> Result<String> {
+pub(super) fn read_token(info: &ReadyInfo) -> Result<String> {
     if info.auth_token_file.as_os_str().is_empty() {
         return info
             .inline_token()
