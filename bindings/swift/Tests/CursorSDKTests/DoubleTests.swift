@@ -109,7 +109,8 @@ import Testing
         let start = ContinuousClock.now
         reader.cancel()
         await #expect(throws: CancellationError.self) { try await reader.value }
-        #expect(elapsed(since: start) < 1)
+        // Far below the run's 60 s: the reader's task ends without waiting for the run.
+        #expect(elapsed(since: start) < 5)
         #expect(run.status == .running)  // the bridge's run goes on
         var it = run.events.makeAsyncIterator()
         #expect(try await it.next() != nil)  // and can still be read

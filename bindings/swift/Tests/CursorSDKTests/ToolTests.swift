@@ -74,7 +74,7 @@ final class Sentinel: Sendable {}
         #expect(refused == nil)
     }
 
-    @Test func logHandlerGetsLinesAndIsReleased() throws {
+    @Test func logHandlerGetsLinesAndIsReleased() async throws {
         let dir = try TempDir()
         let lines = Mutex<[String]>([])
         weak var watched: Sentinel?
@@ -88,6 +88,12 @@ final class Sentinel: Sendable {}
         }
         let client = try CursorClient(testOptions(bridge: Env.double, dir: dir) { $0.verbose = true })
         try client.ping()
+        // The bridge's trace lines reach the handler from the library's stderr thread, after
+        // the call they trace returned: wait for them (bounded) rather than race them.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while lines.withLock({ $0 }).isEmpty && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         #expect(!lines.withLock { $0 }.isEmpty)
         #expect(watched != nil)
         // Removing the handler waits for its calls in progress, then releases it once.
