@@ -543,8 +543,10 @@ mod tests {
                 opts,
             )
             .unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Unavailable);
-        assert!(t0.elapsed() < Duration::from_millis(900), "{:?}", t0.elapsed());
+        // The last failure, or the deadline itself when it falls inside an attempt (a loaded
+        // machine); ten retries would pause at least 7 s in all.
+        assert!(matches!(e.kind, ErrorKind::Unavailable | ErrorKind::Timeout), "{e:?}");
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
         assert!(seen.load(Ordering::SeqCst) < 10);
     }
 
