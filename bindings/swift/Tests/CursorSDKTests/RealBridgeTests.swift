@@ -58,8 +58,10 @@ import Testing
         let start = ContinuousClock.now
         try run.cancel()
         let result = try await run.result
+        // The status proves the cancel (the turn would end as .error by itself); the time bound
+        // only guards against a hang: a loaded machine slows node's cancel to seconds (12.6 s seen).
         #expect(result.status == .cancelled)
-        #expect(elapsed(since: start) < 10)
+        #expect(elapsed(since: start) < 30)
     }
 
     /// An agent made through the C API (another client, so another bridge process) is resumed
