@@ -133,3 +133,18 @@ zig-bench: fetch-bridge
 .PHONY: fuzz
 fuzz:
 	@FUZZ_SECONDS="$(FUZZ_SECONDS)" ./scripts/fuzz.sh
+
+## --- Concurrency and soak ----------------------------------------------------------------------
+## tests/concurrency.rs (16 threads on one client: runs, tools, cancels, management calls) under
+## ThreadSanitizer on stable (RUSTC_BOOTSTRAP=1, target/tsan) for TSAN_SECS (default 120); fails
+## on any report. See RELIABILITY.md.
+.PHONY: tsan
+tsan:
+	@TSAN_SECS="$(TSAN_SECS)" ./scripts/tsan.sh
+
+## SOAK_MINUTES (default 30) of mixed runs, cancels, tool calls, bridge kills and client restarts
+## on the double, sampled every 10 s into target/soak/soak.csv and plotted to target/soak/soak.png
+## (gnuplot); fails unless RSS/threads/fds stay flat and nothing is left behind. Not in `make test`.
+.PHONY: soak
+soak:
+	@SOAK_MINUTES="$(SOAK_MINUTES)" ./scripts/soak.sh

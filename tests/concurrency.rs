@@ -38,11 +38,10 @@ fn sixteen_threads_share_one_client_and_every_event_arrives_once_in_order() {
         .map(|i| {
             let (c, n) = (client.clone(), counters.clone());
             std::thread::spawn(move || {
+                let mut failures = Vec::new();
                 let mut w = Worker::new(c, i as u64 + 1, n);
-                mixed::loop_until(&mut w, deadline)
-                    .into_iter()
-                    .map(|(_, f)| format!("thread {i}: {f}"))
-                    .collect::<Vec<_>>()
+                mixed::loop_until(&mut w, deadline, |_, f| failures.push(format!("thread {i}: {f}")));
+                failures
             })
         })
         .collect();

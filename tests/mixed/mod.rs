@@ -109,6 +109,8 @@ pub struct Counters {
 pub struct Worker {
     client: Client,
     agent: Option<Agent>,
+    /// When the current agent was first created (a resume keeps it: it names the same agent).
+    agent_born: Instant,
     runs_on_agent: u32,
     rng: Rng,
     counters: Arc<Counters>,
@@ -142,6 +144,7 @@ impl Worker {
         Worker {
             client,
             agent: None,
+            agent_born: Instant::now(),
             runs_on_agent: 0,
             rng: Rng::new(seed),
             counters,
@@ -181,9 +184,13 @@ impl Worker {
             }
             Some(old) => {
                 old.delete()?;
+                self.agent_born = Instant::now();
                 self.client.create_agent(model_opts())?
             }
-            None => self.client.create_agent(model_opts())?,
+            None => {
+                self.agent_born = Instant::now();
+                self.client.create_agent(model_opts())?
+            }
         };
         Ok(agent)
     }
@@ -430,13 +437,16 @@ fn describe(e: &Event) -> String {
     }
 }
 
-/// Runs `worker.step()` until `deadline`; returns the failures (all of them, with a time).
-pub fn loop_until(worker: &mut Worker, deadline: Instant) -> Vec<(Instant, Failure)> {
-    let mut failures = Vec::new();
+/// Runs `worker.step()` until `deadline`, passing each failure to `on_failure` with the earliest
+/// moment whose events could explain it (the step's start, or the birth of the agent it reused).
+pub fn loop_until(worker: &mut Worker, deadline: Instant, mut on_failure: impl FnMut(Instant, Failure)) {
     while Instant::now() < deadline {
+        let since = match worker.agent {
+            Some(_) => worker.agent_born,
+            None => Instant::now(),
+        };
         if let Err(f) = worker.step() {
-            failures.push((Instant::now(), f));
+            on_failure(since, f);
         }
     }
-    failures
 }
