@@ -135,9 +135,10 @@ fuzz:
 	@FUZZ_SECONDS="$(FUZZ_SECONDS)" ./scripts/fuzz.sh
 
 ## --- Concurrency and soak ----------------------------------------------------------------------
-## tests/concurrency.rs (16 threads on one client: runs, tools, cancels, management calls) under
-## ThreadSanitizer on stable (RUSTC_BOOTSTRAP=1, target/tsan) for TSAN_SECS (default 120); fails
-## on any report. See RELIABILITY.md.
+## tests/concurrency.rs (16 threads on one client: runs, tools, cancels, management calls) for
+## TSAN_SECS (default 120) and the library's unit tests under ThreadSanitizer on stable
+## (RUSTC_BOOTSTRAP=1, target/tsan); fails on any report. Not in `make test` (a cold TSan build
+## alone takes minutes here). See RELIABILITY.md.
 .PHONY: tsan
 tsan:
 	@TSAN_SECS="$(TSAN_SECS)" ./scripts/tsan.sh
