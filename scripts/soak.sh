@@ -43,14 +43,18 @@ plot "$out/soak.csv" using (\$1/60):3 with lines lw 2 title "threads", \
      "" using (\$1/60):4 with lines lw 2 title "fds"
 set title "runs done and unexplained errors"
 set y2tics
-set y2range [0:5<*]
+stats "$out/soak.csv" using 6 nooutput
+set y2range [0:(STATS_max > 0 ? STATS_max * 1.2 : 1)]
 plot "$out/soak.csv" using (\$1/60):5 with lines lw 2 title "runs", \
      "" using (\$1/60):6 axes x1y2 with lines lw 2 title "errors (right)"
 unset y2tics
-set title "bridge processes, kills, client restarts"
+set title "bridge processes alive; bridge kills and client restarts so far (right)"
+set yrange [0:3]
+set y2tics
+set y2range [0:*]
 plot "$out/soak.csv" using (\$1/60):7 with steps lw 2 title "bridges alive", \
-     "" using (\$1/60):8 with lines lw 2 title "kills", \
-     "" using (\$1/60):9 with lines lw 2 title "restarts"
+     "" using (\$1/60):8 axes x1y2 with lines lw 2 title "kills (right)", \
+     "" using (\$1/60):9 axes x1y2 with lines lw 2 title "restarts (right)"
 unset multiplot
 EOF
 echo "soak: $verdict; samples $out/soak.csv, plot $out/soak.png, summary $out/summary.txt"
