@@ -36,8 +36,9 @@ set xlabel "minutes"
 set grid
 set yrange [0:*]
 set multiplot layout 2,2 title "make soak (double, ${SOAK_MINUTES:-30} min): $verdict"
-set title "RSS (MiB)"
-plot "$out/soak.csv" using (\$1/60):(\$2/1024) with lines lw 2 notitle
+set title "memory (MiB)"
+plot "$out/soak.csv" using (\$1/60):(\$2/1024) with lines lw 2 title "RSS", \
+     "" using (\$1/60):(\$10/1024) with lines lw 2 title "live heap"
 set title "threads and open fds"
 plot "$out/soak.csv" using (\$1/60):3 with lines lw 2 title "threads", \
      "" using (\$1/60):4 with lines lw 2 title "fds"
