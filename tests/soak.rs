@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{eventually, rss_kib, thread_count, Sandbox};
+use cursor_sdk::ErrorKind;
 use mixed::{Counters, Failure, Worker};
 
 /// The system allocator, counting live heap bytes: a leak shows there apart from the allocator's
@@ -65,6 +66,8 @@ const WORKERS: usize = 6;
 const SAMPLE_EVERY: Duration = Duration::from_secs(10);
 const KILL_EVERY: Duration = Duration::from_secs(30);
 const CLIENT_LIFE: Duration = Duration::from_secs(120);
+/// How long after a kill a new step may still meet the dead bridge.
+const KILL_NOTICE: Duration = Duration::from_secs(2);
 
 /// One row of the CSV.
 #[derive(Clone, Copy)]
@@ -148,9 +151,15 @@ impl State {
         }
     }
 
-    /// A failure is explained when a bridge kill happened since `since`.
+    /// A failure is explained when a bridge kill happened since `since` or shortly before it (a
+    /// step that starts after a kill meets the dead bridge until the client has noticed; the call
+    /// that notices fails, as `src/link.rs` documents), or when it reports the bridge killed by
+    /// SIGKILL, which only this driver sends.
     fn failed(&self, since: Instant, f: Failure, t0: Instant) {
-        let explained = self.kill_times.lock().unwrap().iter().any(|k| *k >= since);
+        let window = since.checked_sub(KILL_NOTICE).unwrap_or(since);
+        let killed = matches!(&f, Failure::Sdk(e)
+            if e.kind == ErrorKind::BridgeExited && e.message.contains("killed by signal 9"));
+        let explained = killed || self.kill_times.lock().unwrap().iter().any(|k| *k >= window);
         if explained {
             self.explained.fetch_add(1, Ordering::Relaxed);
             let kind = match &f {
