@@ -154,3 +154,19 @@ nvim-test: fetch-bridge c-build
 .PHONY: fuzz
 fuzz:
 	@FUZZ_SECONDS="$(FUZZ_SECONDS)" ./scripts/fuzz.sh
+
+## --- Concurrency and soak ----------------------------------------------------------------------
+## tests/concurrency.rs (16 threads on one client: runs, tools, cancels, management calls) for
+## TSAN_SECS (default 120) and the library's unit tests under ThreadSanitizer on stable
+## (RUSTC_BOOTSTRAP=1, target/tsan); fails on any report. Not in `make test` (a cold TSan build
+## alone takes minutes here). See RELIABILITY.md.
+.PHONY: tsan
+tsan:
+	@TSAN_SECS="$(TSAN_SECS)" ./scripts/tsan.sh
+
+## SOAK_MINUTES (default 30) of mixed runs, cancels, tool calls, bridge kills and client restarts
+## on the double, sampled every 10 s into target/soak/soak.csv and plotted to target/soak/soak.png
+## (gnuplot); fails unless RSS/threads/fds stay flat and nothing is left behind. Not in `make test`.
+.PHONY: soak
+soak:
+	@SOAK_MINUTES="$(SOAK_MINUTES)" ./scripts/soak.sh

@@ -134,10 +134,14 @@ impl Drop for CutProxy {
     }
 }
 
-/// The bridge double (tools/bridge-double), built once per test process.
+/// The bridge double (tools/bridge-double), built once per test process, or
+/// `$CURSOR_SDK_DOUBLE_BIN` (`make tsan` builds it apart, without the sanitizer).
 pub fn double_bin() -> PathBuf {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("CURSOR_SDK_DOUBLE_BIN").filter(|b| !b.is_empty()) {
+            return PathBuf::from(bin);
+        }
         let out = std::process::Command::new(env!("CARGO"))
             .args(["build", "-q", "-p", "cursor-sdk-bridge-double", "--message-format=json"])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
