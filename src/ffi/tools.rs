@@ -14,6 +14,7 @@ use super::run::Notifier;
 use super::{arg_str, c_string, call, cursor_status, handle, json_arg, opt_json, opt_str, out_ptr, quiet, take_handle};
 use crate::client::{Client, ClientOptions};
 use crate::error::Error;
+use crate::fork::Owner;
 use crate::tools::{Store, Tool, ToolCall, ToolCompletion, ToolHandler};
 
 /// Releases a `user_data` pointer; called exactly once.
@@ -276,7 +277,7 @@ pub unsafe extern "C" fn cursor_tool_call_free(call: *mut cursor_tool_call) {
 pub(crate) struct ToolQueue {
     state: Mutex<QueueState>,
     /// The process that made the client: a forked child must not touch the parent's lock.
-    pid: u32,
+    owner: Owner,
 }
 
 #[derive(Default)]
@@ -289,17 +290,14 @@ impl Default for ToolQueue {
     fn default() -> ToolQueue {
         ToolQueue {
             state: Mutex::new(QueueState::default()),
-            pid: std::process::id(),
+            owner: Owner::here(),
         }
     }
 }
 
 impl ToolQueue {
     fn check_process(&self) -> crate::error::Result<()> {
-        if std::process::id() != self.pid {
-            return Err(Error::usage("this client belongs to the parent process (fork)"));
-        }
-        Ok(())
+        self.owner.check("client")
     }
 
     /// Queues a call; the descriptor is readable from now until the queue is empty again.
