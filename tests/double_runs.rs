@@ -5,7 +5,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{eventually, thread_count, Sandbox};
+use common::{describe, eventually, thread_count, Sandbox, NORMAL};
 use cursor_sdk::{proto, Agent, Client, ErrorKind, Event, EventKind, Next, Run, RunStatus};
 
 fn agent(client: &Client) -> Agent {
@@ -16,35 +16,6 @@ fn agent(client: &Client) -> Agent {
 fn sequence(run: &Run) -> Vec<String> {
     run.events().map(|e| describe(&e.unwrap())).collect()
 }
-
-fn describe(e: &Event) -> String {
-    let kind = match e.kind {
-        EventKind::Message => "msg",
-        EventKind::Delta => "delta",
-        EventKind::Step => "step",
-        EventKind::Result => "result",
-    };
-    match e.payload().get("status").and_then(|s| s.as_str()) {
-        Some(s) if e.kind != EventKind::Result => format!("{kind}:{}:{s}", e.r#type),
-        _ => format!("{kind}:{}", e.r#type),
-    }
-}
-
-const NORMAL: &[&str] = &[
-    "msg:system",
-    "msg:status:RUNNING",
-    "msg:thinking",
-    "msg:assistant",
-    "msg:assistant",
-    "msg:assistant",
-    "msg:assistant",
-    "msg:assistant",
-    "msg:tool_call:running",
-    "msg:tool_call:completed",
-    "msg:usage",
-    "msg:status:FINISHED",
-    "result:result",
-];
 
 #[test]
 fn normal_turn_exact_sequence_and_result() {

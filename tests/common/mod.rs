@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use cursor_sdk::{Client, ClientOptions};
+use cursor_sdk::{Client, ClientOptions, Event, EventKind};
 
 /// The real bridge fetched by `make fetch-bridge`. Panics (never skips) when it is missing.
 pub fn real_bridge() -> PathBuf {
@@ -187,4 +187,35 @@ pub fn rss_kib() -> u64 {
 /// Number of threads in this process (Linux).
 pub fn thread_count() -> usize {
     std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+/// The event sequence of the double's `normal` scenario, as `describe` writes each event.
+pub const NORMAL: &[&str] = &[
+    "msg:system",
+    "msg:status:RUNNING",
+    "msg:thinking",
+    "msg:assistant",
+    "msg:assistant",
+    "msg:assistant",
+    "msg:assistant",
+    "msg:assistant",
+    "msg:tool_call:running",
+    "msg:tool_call:completed",
+    "msg:usage",
+    "msg:status:FINISHED",
+    "result:result",
+];
+
+/// `kind:type[:status]` of an event: its place in a scenario's sequence.
+pub fn describe(e: &Event) -> String {
+    let kind = match e.kind {
+        EventKind::Message => "msg",
+        EventKind::Delta => "delta",
+        EventKind::Step => "step",
+        EventKind::Result => "result",
+    };
+    match e.payload().get("status").and_then(|s| s.as_str()) {
+        Some(s) if e.kind != EventKind::Result => format!("{kind}:{}:{s}", e.r#type),
+        _ => format!("{kind}:{}", e.r#type),
+    }
 }

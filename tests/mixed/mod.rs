@@ -11,8 +11,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cursor_sdk::{proto, Agent, Client, Error, Event, EventKind, Next, Run, RunStatus, Tool, ToolCall, ToolCompletion};
+use cursor_sdk::{proto, Agent, Client, Error, Event, Next, Run, RunStatus, Tool, ToolCall, ToolCompletion};
 use serde_json::{json, Value};
+
+use crate::common::{describe, NORMAL};
 
 /// No single event of the double takes this long, even under TSan on a loaded machine.
 const EVENT_LIMIT: Duration = Duration::from_secs(120);
@@ -406,35 +408,6 @@ fn check_offsets(events: &[Event]) -> Result<(), Failure> {
         );
     }
     Ok(())
-}
-
-const NORMAL: [&str; 13] = [
-    "msg:system",
-    "msg:status:RUNNING",
-    "msg:thinking",
-    "msg:assistant",
-    "msg:assistant",
-    "msg:assistant",
-    "msg:assistant",
-    "msg:assistant",
-    "msg:tool_call:running",
-    "msg:tool_call:completed",
-    "msg:usage",
-    "msg:status:FINISHED",
-    "result:result",
-];
-
-fn describe(e: &Event) -> String {
-    let kind = match e.kind {
-        EventKind::Message => "msg",
-        EventKind::Delta => "delta",
-        EventKind::Step => "step",
-        EventKind::Result => "result",
-    };
-    match e.payload().get("status").and_then(|s| s.as_str()) {
-        Some(s) if e.kind != EventKind::Result => format!("{kind}:{}:{s}", e.r#type),
-        _ => format!("{kind}:{}", e.r#type),
-    }
 }
 
 /// Runs `worker.step()` until `deadline`, passing each failure to `on_failure` with the earliest
