@@ -51,8 +51,9 @@ pub struct ClientOptions {
     /// 60 000; 1 to 86 400 000).
     #[serde(alias = "request_timeout_ms")]
     pub request_timeout_ms: Option<u64>,
-    /// A stream silent for this long (no event, no keepalive) is dead (default 60 000; 1 to
-    /// 86 400 000). The bridge sends a keepalive after 15 s of silence.
+    /// A stream silent for this long (no event, no keepalive), or whose next frame is not whole
+    /// within it (a peer trickling bytes), is dead (default 60 000; 1 to 86 400 000). The bridge
+    /// sends a keepalive after 15 s of silence.
     #[serde(alias = "stream_idle_timeout_ms")]
     pub stream_idle_timeout_ms: Option<u64>,
     /// Cap on one stream frame (default 64 MiB; 1 KiB to 1 GiB).

@@ -35,7 +35,8 @@ impl cursor_client {
 /// `bridgePath`, `workspace`, `apiKey`, `bridgeUrl` + `bridgeToken` (attach to a running bridge,
 /// which is then never stopped by us; also `CURSOR_SDK_BRIDGE_URL`/`CURSOR_SDK_BRIDGE_TOKEN`),
 /// `startupTimeoutMs` (30000; 1..600000), `requestTimeoutMs` (60000; 1..86400000: the bound of
-/// every call to the bridge, retries included), `streamIdleTimeoutMs` (60000; 1..86400000),
+/// every call to the bridge, retries included), `streamIdleTimeoutMs` (60000; 1..86400000:
+/// each stream frame, event or keepalive, must arrive whole within it),
 /// `maxFrameBytes` (64 MiB; 1 KiB..1 GiB), `maxRetries` (0..10, default 0: how often read-only
 /// calls are retried on unavailable, rate-limited or lost connections, with backoff and jitter,
 /// honouring the bridge's retry-after), `toolTimeoutMs`, `verbose`, `eager` (start the bridge

@@ -34,6 +34,7 @@ public struct ClientOptions: Sendable, Hashable {
     public var startupTimeout: Duration?
     /// The bound of every call to the bridge, retries included.
     public var requestTimeout: Duration?
+    /// A stream with no frame (event or keepalive) whole within this long is dead.
     public var streamIdleTimeout: Duration?
     /// How often read-only calls are retried on transient failures (0...10).
     public var maxRetries: Int?
