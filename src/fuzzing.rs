@@ -62,8 +62,8 @@ pub fn sdk_frame_generated(frame: &[u8]) -> Result<Option<SdkFrame>, prost::Deco
     let event = crate::run::Event::new(crate::run::EventKind::Message, m.r#type, payload, msg.offset);
     let text = event.text().map(str::to_string);
     Ok(Some(SdkFrame {
-        r#type: event.r#type.clone(),
-        offset: event.offset.clone(),
+        r#type: event.r#type().to_string(),
+        offset: event.offset().map(str::to_string),
         text,
         payload: event.into_payload(),
     }))

@@ -61,79 +61,112 @@ pub enum EventKind {
 
 /// One event of a run's stream.
 ///
-/// The JSON payload of a message is built on first use: a consumer that reads only the type
-/// and the text never pays for it (the reader thread has already checked the whole frame).
+/// An event read off the wire keeps the frame it came in (a slice of the read's buffer, shared,
+/// not copied): its type, offset and a one-block assistant text are borrowed from it, and the
+/// JSON payload is built on first use, so a consumer that reads only the type and the text
+/// never pays for it (the reader thread has already checked the whole frame).
 #[derive(Clone)]
 pub struct Event {
     pub kind: EventKind,
-    /// The message/update/step type; `"result"` for the result.
-    pub r#type: String,
-    /// Resume token of this event in the stream it came from.
-    pub offset: Option<String>,
-    payload: OnceLock<Value>,
+    /// The checked frame, or for an event made otherwise its type and offset.
+    wire: Bytes,
+    r#type: Range<u32>,
+    offset: Option<Range<u32>>,
     /// The checked, not yet decoded `sdk_message` Struct (the stream's fast path).
     raw: Option<RawStruct>,
-    /// An assistant message's text, joined from its blocks on first use.
+    /// An assistant message's text when it is one block's string in `wire`.
+    text_at: Option<Range<u32>>,
+    payload: OnceLock<Value>,
+    /// An assistant message's text otherwise, joined from its blocks on first use.
     text: OnceLock<Option<String>>,
 }
 
 #[derive(Clone)]
 struct RawStruct {
-    bytes: Vec<u8>,
+    /// Where the Struct lies in `wire`.
+    message: Range<u32>,
     finite: bool,
-    /// Where the `message` key's value lies in `bytes` (found by the reader's check).
-    inner: Option<Range<usize>>,
+    /// Where the `message` key's value lies in `wire` (found by the reader's check).
+    inner: Option<Range<u32>>,
+}
+
+/// A range of a frame (at most 4 GiB: its envelope's length is 32 bits) as stored.
+fn narrow(r: &Range<usize>) -> Range<u32> {
+    r.start as u32..r.end as u32
+}
+
+fn wide(r: &Range<u32>) -> Range<usize> {
+    r.start as usize..r.end as usize
 }
 
 impl Event {
     pub fn new(kind: EventKind, r#type: impl Into<String>, payload: Value, offset: Option<String>) -> Event {
+        // One buffer holds the type then the offset.
+        let mut wire = r#type.into().into_bytes();
+        let type_end = wire.len();
+        let offset = offset.map(|o| {
+            wire.extend_from_slice(o.as_bytes());
+            type_end..wire.len()
+        });
         Event {
             kind,
-            r#type: r#type.into(),
-            offset,
-            payload: OnceLock::from(payload),
+            r#type: 0..type_end as u32,
+            offset: offset.as_ref().map(narrow),
+            wire: Bytes::from(wire),
             raw: None,
+            text_at: None,
+            payload: OnceLock::from(payload),
             text: OnceLock::new(),
         }
     }
 
-    /// A message event from a checked `sdk_message` frame; its payload is decoded on demand.
-    fn from_scan(frame: &[u8], scan: &SdkScan) -> Event {
-        // The scan checked these strings already.
-        let text = |r: &Range<usize>| struct_json::checked_str(&frame[r.clone()]).to_string();
+    /// A message event from a checked `sdk_message` frame (`frame`: the frame's bytes, which
+    /// the event shares); its payload is decoded on demand.
+    fn from_scan(frame: Bytes, scan: &SdkScan) -> Event {
+        let (text_at, text) = match &scan.text {
+            TextAt::One(r) if !r.is_empty() => (Some(narrow(r)), OnceLock::new()),
+            TextAt::One(_) | TextAt::Empty => (None, OnceLock::from(None)),
+            TextAt::Unknown => (None, OnceLock::new()),
+        };
         Event {
             kind: EventKind::Message,
-            r#type: text(&scan.r#type),
-            offset: scan.offset.as_ref().map(text),
-            payload: OnceLock::new(),
-            text: match &scan.text {
-                // The reader found the text; room for a C copy's NUL comes with it.
-                TextAt::One(r) if !r.is_empty() => {
-                    let mut t = String::with_capacity(r.len() + 1);
-                    t.push_str(struct_json::checked_str(&frame[r.clone()]));
-                    OnceLock::from(Some(t))
-                }
-                TextAt::One(_) | TextAt::Empty => OnceLock::from(None),
-                TextAt::Unknown => OnceLock::new(),
-            },
-            raw: Some(RawStruct {
-                bytes: scan
-                    .message
-                    .as_ref()
-                    .map_or_else(Vec::new, |m| frame[m.clone()].to_vec()),
-                finite: scan.finite && scan.message.is_some(),
-                inner: match (&scan.message, &scan.inner) {
-                    (Some(m), Some(i)) => Some(i.start - m.start..i.end - m.start),
-                    _ => None,
-                },
+            r#type: narrow(&scan.r#type),
+            offset: scan.offset.as_ref().map(narrow),
+            raw: scan.message.as_ref().map(|m| RawStruct {
+                message: narrow(m),
+                finite: scan.finite,
+                inner: scan.inner.as_ref().map(narrow),
             }),
+            text_at,
+            payload: OnceLock::new(),
+            text,
+            wire: frame,
         }
+    }
+
+    /// A string of `wire`: every range an event keeps is UTF-8 checked when it was made (by
+    /// the reader's scan, or a `String`'s).
+    fn str_at(&self, r: &Range<u32>) -> &str {
+        let bytes = &self.wire[wide(r)];
+        debug_assert!(std::str::from_utf8(bytes).is_ok());
+        // SAFETY: checked UTF-8, as said above; `wire` is never changed.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    }
+
+    /// The message/update/step type; `"result"` for the result.
+    pub fn r#type(&self) -> &str {
+        self.str_at(&self.r#type)
+    }
+
+    /// Resume token of this event in the stream it came from.
+    pub fn offset(&self) -> Option<&str> {
+        self.offset.as_ref().map(|r| self.str_at(r))
     }
 
     /// The payload as JSON (snake_case keys inside `sdk_message`, as the bridge sends them).
     pub fn payload(&self) -> &Value {
         self.payload.get_or_init(|| match &self.raw {
-            Some(raw) if raw.finite => struct_json::payload(&raw.bytes),
+            Some(raw) if raw.finite => struct_json::payload(&self.wire[wide(&raw.message)]),
             _ => Value::Null,
         })
     }
@@ -146,19 +179,27 @@ impl Event {
     /// The assistant text in this event (text blocks of an `assistant` message, or a
     /// `text-delta`), if any.
     pub fn text(&self) -> Option<&str> {
-        match (self.kind, self.r#type.as_str()) {
-            (EventKind::Message, "assistant") => self.text.get_or_init(|| self.assistant_text()).as_deref(),
+        match (self.kind, self.r#type()) {
+            (EventKind::Message, "assistant") => match &self.text_at {
+                Some(r) => Some(self.str_at(r)),
+                None => self.text.get_or_init(|| self.assistant_text()).as_deref(),
+            },
             (EventKind::Delta, "text-delta") => self.payload().get("text").and_then(Value::as_str),
             _ => None,
         }
     }
 
-    /// The text as [`Event::text`] gives it, owned (the event forgets a text it had joined).
+    /// The text as [`Event::text`] gives it, owned, with room for a C copy's NUL (the event
+    /// forgets a text it had joined).
     pub(crate) fn take_text(&mut self) -> Option<String> {
-        match self.text.take() {
-            Some(t) => t,
-            None => self.text().map(str::to_string),
+        if let Some(Some(t)) = self.text.take() {
+            return Some(t);
         }
+        self.text().map(|t| {
+            let mut owned = String::with_capacity(t.len() + 1);
+            owned.push_str(t);
+            owned
+        })
     }
 
     fn assistant_text(&self) -> Option<String> {
@@ -168,7 +209,7 @@ impl Event {
             // is shorter than the message, so one allocation holds it, and a C copy's NUL.
             Some(raw) if self.payload.get().is_none() => {
                 if let (true, Some(inner)) = (raw.finite, &raw.inner) {
-                    let inner = &raw.bytes[inner.clone()];
+                    let inner = &self.wire[wide(inner)];
                     text.reserve_exact(inner.len());
                     struct_json::append_assistant_text(inner, &mut text);
                 }
@@ -189,7 +230,7 @@ impl Event {
 
 impl PartialEq for Event {
     fn eq(&self, other: &Event) -> bool {
-        (self.kind, &self.r#type, &self.offset) == (other.kind, &other.r#type, &other.offset)
+        (self.kind, self.r#type(), self.offset()) == (other.kind, other.r#type(), other.offset())
             && self.payload() == other.payload()
     }
 }
@@ -198,9 +239,9 @@ impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Event")
             .field("kind", &self.kind)
-            .field("type", &self.r#type)
+            .field("type", &self.r#type())
             .field("payload", self.payload())
-            .field("offset", &self.offset)
+            .field("offset", &self.offset())
             .finish()
     }
 }
@@ -726,7 +767,7 @@ impl Run {
         loop {
             let event = match inbox.items.next() {
                 Some(Item::Event(e)) => Some(*e),
-                Some(Item::Sdk(frame, scan)) => Some(Event::from_scan(&inbox.data[frame], &scan)),
+                Some(Item::Sdk(frame, scan)) => Some(Event::from_scan(inbox.data.slice(frame), &scan)),
                 Some(Item::Failed(e)) => {
                     inbox.rx = None; // a failure is always the last item: End from now on
                     return Err(e);
@@ -757,7 +798,7 @@ impl Run {
     /// The streamed assistant text is summed up as the consumer takes the messages (on its
     /// thread, where each message's text is read anyway).
     fn account(&self, e: &mut Event) {
-        if (e.kind, e.r#type.as_str()) == (EventKind::Message, "assistant") && e.text.get().is_none() {
+        if (e.kind, e.r#type()) == (EventKind::Message, "assistant") && e.text_at.is_none() && e.text.get().is_none() {
             // Joined here once, and kept by the event: `text()` then costs nothing.
             e.text = OnceLock::from(e.assistant_text());
         }
@@ -1051,7 +1092,7 @@ impl Reader {
         for range in &batch.frames {
             let frame = &batch.data[range.clone()];
             let handled = match struct_json::scan(frame) {
-                Some(Ok(scan)) => Ok(self.handle_sdk(frame, range, scan)),
+                Some(Ok(scan)) => Ok(self.handle_sdk(&batch.data, range, scan)),
                 Some(Err(e)) => Err(undecodable(e)),
                 None => <proto::RunStreamMessage as prost::Message>::decode(frame)
                     .map(|m| self.handle(m))
@@ -1091,13 +1132,13 @@ impl Reader {
 
     /// A checked `sdk_message` frame of the current batch. Once the run id is known, any but
     /// the status and usage messages (which the summary reads) go over undecoded.
-    fn handle_sdk(&mut self, frame: &[u8], range: &Range<usize>, scan: SdkScan) -> bool {
-        let ty = &frame[scan.r#type.clone()];
+    fn handle_sdk(&mut self, data: &Bytes, range: &Range<usize>, scan: SdkScan) -> bool {
+        let ty = &data[range.clone()][scan.r#type.clone()];
         if self.skipped(ty) {
             return true;
         }
         if !self.run_id_known || ty == b"status" || ty == b"usage" {
-            let event = Event::from_scan(frame, &scan);
+            let event = Event::from_scan(data.slice(range.clone()), &scan);
             self.account(&event);
             return self.deliver(Item::Event(Box::new(event)));
         }
@@ -1178,7 +1219,7 @@ impl Reader {
         let mut status_change = None;
         {
             let mut s = self.shared.summary.lock();
-            match event.r#type.as_str() {
+            match event.r#type() {
                 "status" => {
                     if let Some(m) = event
                         .payload()
@@ -1532,12 +1573,13 @@ mod tests {
     /// from the JSON payload; plus the payload itself against the generated decoder.
     fn both_ways(frame: &[u8]) -> (Option<String>, Option<String>) {
         let scan = struct_json::scan(frame).expect("an sdk_message").expect("valid");
-        let lazy = Event::from_scan(frame, &scan);
+        let bytes = Bytes::copy_from_slice(frame);
+        let lazy = Event::from_scan(bytes.clone(), &scan);
         let wire = lazy.text().map(str::to_string);
         assert!(lazy.payload.get().is_none(), "text() must not build the payload");
-        let eager = Event::from_scan(frame, &scan);
+        let eager = Event::from_scan(bytes.clone(), &scan);
         let json = eager.payload().clone();
-        assert_eq!(Event::from_scan(frame, &scan).into_payload(), json);
+        assert_eq!(Event::from_scan(bytes, &scan).into_payload(), json);
         let generated = match <proto::RunStreamMessage as prost::Message>::decode(frame)
             .unwrap()
             .envelope

@@ -80,6 +80,8 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
     (|| {
         let start = at(buf).start;
         let (mut ty, mut body, mut finite, mut inner) = (start..start, None, true, None);
+        // The text blocks the canonical walk counted, and the type it counted them for.
+        let mut counted: Option<(Range<usize>, Blocks)> = None;
         while !buf.is_empty() {
             let (tag, wire) = key(&mut buf)?;
             match (tag, wire) {
@@ -93,8 +95,14 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
                     if body.is_some() {
                         return Ok(None);
                     }
-                    let (f, found) = check_struct_finding(m, 0, b"message")?;
-                    (finite, body, inner) = (f, Some(at(m)), found.map(&at));
+                    let found = match canonical_payload(m, &frame[ty.clone()] == b"assistant") {
+                        Some((found, blocks)) => {
+                            counted = blocks.map(|b| (ty.clone(), b));
+                            (true, found)
+                        }
+                        None => check_struct_finding(m, 0, b"message")?,
+                    };
+                    (finite, body, inner) = (found.0, Some(at(m)), found.1.map(&at));
                 }
                 (1 | 2, _) => return Err(WIRE),
                 _ => skip(wire, &mut buf)?,
@@ -103,14 +111,18 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
         let text = match &inner {
             Some(i) if finite && &frame[ty.clone()] == b"assistant" => {
                 let inner = &frame[i.clone()];
-                let (blocks, one) = canonical_text_blocks(inner).unwrap_or_else(|| {
-                    let (mut blocks, mut one) = (0, None);
-                    text_blocks(inner, |t| {
-                        blocks += 1;
-                        one = Some(t);
-                    });
-                    (blocks, one)
-                });
+                let (blocks, one) = match counted {
+                    // Counted for this type (a type field after the payload would change it).
+                    Some((t, blocks)) if t == ty => blocks,
+                    _ => canonical_text_blocks(inner).unwrap_or_else(|| {
+                        let (mut blocks, mut one) = (0, None);
+                        text_blocks(inner, |t| {
+                            blocks += 1;
+                            one = Some(t);
+                        });
+                        (blocks, one)
+                    }),
+                };
                 match (blocks, one.map(at)) {
                     (0, _) => TextAt::Empty,
                     (1, Some(r)) => TextAt::One(r),
@@ -282,7 +294,7 @@ fn fields(strukt: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
 
 /// An entry as encoders write it, key then value and nothing else (the common case, read
 /// without the general loop).
-#[inline]
+#[inline(always)]
 fn canonical_entry(mut entry: &[u8]) -> Option<(&[u8], &[u8])> {
     let k = entry
         .strip_prefix(&[0x0a])
@@ -324,6 +336,151 @@ fn as_kind(mut value: &[u8], kind: u32) -> Option<&[u8]> {
         }
     }
     last.filter(|(t, _)| *t == kind).map(|(_, b)| b)
+}
+
+/// How many text blocks an assistant message has, and the last one's string.
+type Blocks<'a> = (usize, Option<&'a [u8]>);
+
+/// [`canonical_struct`] for the `sdk_message` payload (depth 0), giving the value of its
+/// `message` key and, for an assistant message, its text blocks as [`canonical_text_blocks`]
+/// counts them, found in the same walk (a second walk cost as much as the check).
+fn canonical_payload(mut buf: &[u8], assistant: bool) -> Option<(Option<&[u8]>, Option<Blocks<'_>>)> {
+    let (mut found, mut blocks) = (None, None);
+    while !buf.is_empty() {
+        let (name, value) = canonical_entry(next_item(&mut buf)?)?;
+        if !utf8_short(name) {
+            return None;
+        }
+        if name == b"message" {
+            found = Some(value);
+            blocks = match assistant {
+                true => Some(canonical_assistant(value)?),
+                false => canonical_value(value, 1).then_some(None)?,
+            };
+        } else if !canonical_value(value, 1) {
+            return None;
+        }
+    }
+    Some((found, blocks))
+}
+
+/// The payload's `message` value (depth 1) of an assistant message, checked as
+/// [`canonical_value`] does, and its text blocks; `None` also when it is not a Struct.
+fn canonical_assistant(value: &[u8]) -> Option<Blocks<'_>> {
+    let mut message = one_kind(value, 5)?;
+    let mut blocks = (0, None);
+    while !message.is_empty() {
+        let (name, value) = canonical_entry(next_item(&mut message)?)?;
+        if !utf8_short(name) {
+            return None;
+        }
+        if name == b"content" {
+            // The last one wins, as in a map.
+            blocks = canonical_content(value)?;
+        } else if !canonical_value(value, 2) {
+            return None;
+        }
+    }
+    Some(blocks)
+}
+
+/// The message's `content` value (depth 2): a list of blocks, or any other value (no text).
+fn canonical_content(value: &[u8]) -> Option<Blocks<'_>> {
+    let Some(mut list) = one_kind(value, 6) else {
+        return canonical_value(value, 2).then_some((0, None));
+    };
+    let mut blocks = (0, None);
+    while !list.is_empty() {
+        let item = next_item(&mut list)?;
+        let Some(mut block) = one_kind(item, 5) else {
+            canonical_value(item, 3).then_some(())?;
+            continue;
+        };
+        let (mut is_text, mut text) = (false, None);
+        while !block.is_empty() {
+            let (name, value) = canonical_entry(next_item(&mut block)?)?;
+            if !utf8_short(name) || !canonical_value(value, 4) {
+                return None;
+            }
+            match name {
+                b"type" => is_text = one_kind(value, 3)? == b"text",
+                b"text" => text = Some(one_kind(value, 3)?),
+                _ => {}
+            }
+        }
+        if let Some(t) = text.filter(|_| is_text) {
+            blocks = (blocks.0 + 1, Some(t));
+        }
+    }
+    Some(blocks)
+}
+
+/// The check of [`check_struct`] for a Struct encoded as encoders write it (each entry a key
+/// then a value, each `Value` its one kind, each list item field 1) with finite numbers only:
+/// one tight walk, a fraction of the general check's cost. `true`: valid and finite; `false`
+/// for anything else, malformed or not, which the general check then decides. It accepts only
+/// what the general check accepts.
+fn canonical_struct(mut buf: &[u8], depth: u32) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    while !buf.is_empty() {
+        let Some((name, value)) = next_item(&mut buf).and_then(canonical_entry) else {
+            return false;
+        };
+        if !utf8_short(name) || !canonical_value(value, depth + 1) {
+            return false;
+        }
+    }
+    true
+}
+
+/// A `Value` for [`canonical_struct`]: exactly one kind, a finite number. Strings, the most
+/// common values, are checked inline; anything else takes a call.
+#[inline(always)]
+fn canonical_value(value: &[u8], depth: u32) -> bool {
+    match value.split_first() {
+        Some((0x1a, mut rest)) => take(&mut rest).is_ok_and(|s| rest.is_empty() && utf8_short(s)),
+        _ => canonical_other(value, depth),
+    }
+}
+
+#[inline(never)]
+fn canonical_other(value: &[u8], depth: u32) -> bool {
+    let Some((&head, mut rest)) = value.split_first() else {
+        return false;
+    };
+    match head {
+        // A struct or list: its one length-delimited field.
+        0x2a | 0x32 => {
+            let Ok(body) = take(&mut rest) else { return false };
+            rest.is_empty()
+                && match head {
+                    0x2a => canonical_struct(body, depth),
+                    _ => canonical_list(body, depth),
+                }
+        }
+        // Null or a bool: a one-byte varint.
+        0x08 | 0x20 => matches!(rest, [b] if *b < 0x80),
+        // A number.
+        0x11 => rest
+            .try_into()
+            .is_ok_and(|b: [u8; 8]| f64::from_le_bytes(b).is_finite()),
+        _ => false,
+    }
+}
+
+fn canonical_list(mut buf: &[u8], depth: u32) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    while !buf.is_empty() {
+        match next_item(&mut buf) {
+            Some(item) if canonical_value(item, depth + 1) => {}
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// Checks a Struct as [`decode_struct`] reads it; `Ok(false)` when a number is not finite.
@@ -574,6 +731,29 @@ fn take<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], Bad> {
     let (field, rest) = buf.split_at(len as usize);
     *buf = rest;
     Ok(field)
+}
+
+/// Whether a key or string value is UTF-8. Most are short and ASCII, tested a word at a time
+/// inline (the first and last words overlap for lengths that are not a multiple of 8):
+/// `is_ascii`'s out-of-line call and alignment handling cost more than the test here.
+#[inline(always)]
+fn utf8_short(b: &[u8]) -> bool {
+    let n = b.len();
+    let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+    let ascii = if n >= 8 {
+        let (mut acc, mut i) = (word(n - 8), 0);
+        while i + 8 <= n {
+            acc |= word(i);
+            i += 8;
+        }
+        acc & 0x8080_8080_8080_8080 == 0
+    } else if n >= 4 {
+        let half = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
+        (half(0) | half(n - 4)) & 0x8080_8080 == 0
+    } else {
+        b.iter().all(|c| *c < 0x80)
+    };
+    ascii || std::str::from_utf8(b).is_ok()
 }
 
 /// Checks a string without making one (most are ASCII: a word-at-a-time test).
@@ -941,6 +1121,81 @@ pub(crate) mod tests {
         ];
         for inner in &others {
             assert_eq!(canonical_text_blocks(inner), None);
+        }
+    }
+
+    /// The one-walk check of an assistant payload gives what the general check and text walk
+    /// give, and leaves every case it does not take to them.
+    #[test]
+    fn canonical_payload_equals_the_general_check_and_walk() {
+        let sv = |s: &str| ld(3, s.as_bytes());
+        let entry = |k: &str, v: &[u8]| ld(1, &[ld(1, k.as_bytes()), ld(2, v)].concat());
+        let block = |ty: &str, text: &str| ld(5, &[entry("type", &sv(ty)), entry("text", &sv(text))].concat());
+        let list = |items: &[Vec<u8>]| ld(6, &items.iter().map(|b| ld(1, b)).collect::<Vec<_>>().concat());
+        let number = |f: f64| [vec![0x11], f.to_le_bytes().to_vec()].concat();
+        let payload = |message: &[u8]| [entry("type", &sv("assistant")), entry("message", message)].concat();
+        let taken = [
+            payload(&ld(
+                5,
+                &entry("content", &list(&[block("text", "a"), block("text", "b")])),
+            )),
+            payload(&ld(
+                5,
+                &entry(
+                    "content",
+                    &list(&[sv("plain"), block("tool_use", "x"), block("text", "c")]),
+                ),
+            )),
+            payload(&ld(
+                5,
+                &[
+                    entry("content", &list(&[block("text", "old")])),
+                    entry("n", &number(2.5)),
+                ]
+                .concat(),
+            )),
+            payload(&ld(5, &entry("content", &sv("not a list")))),
+            [
+                payload(&ld(5, &entry("content", &list(&[block("text", "first")])))),
+                payload(&ld(5, &[])),
+            ]
+            .concat(),
+            [
+                entry("message", &ld(5, &entry("content", &list(&[block("text", "x")])))),
+                entry("k", &[0x08, 0]),
+            ]
+            .concat(),
+        ];
+        let left = [
+            payload(&sv("a message that is not a Struct")),
+            payload(&ld(5, &entry("content", &list(&[ld(5, &entry("type", &ld(5, b"")))])))),
+            payload(&ld(5, &entry("n", &number(f64::NAN)))),
+            payload(&ld(
+                5,
+                &[ld(1, &[ld(1, b"content"), ld(2, &list(&[]))].concat()), vec![0x18, 1]].concat(),
+            )),
+        ];
+        fn general(m: &[u8]) -> (bool, &[u8], Blocks<'_>) {
+            let (finite, inner) = check_struct_finding(m, 0, b"message").unwrap();
+            let inner = inner.unwrap();
+            let (mut n, mut last) = (0, None);
+            text_blocks(inner, |t| {
+                n += 1;
+                last = Some(t);
+            });
+            (finite, inner, (n, last))
+        }
+        for (i, m) in taken.iter().enumerate() {
+            let (inner, blocks) = canonical_payload(m, true).expect("the canonical walk takes it");
+            let (finite, want_inner, want_blocks) = general(m);
+            assert!(finite, "{i}");
+            assert_eq!((inner, blocks), (Some(want_inner), Some(want_blocks)), "{i}");
+            // Not an assistant message: the same check, no blocks.
+            assert_eq!(canonical_payload(m, false), Some((Some(want_inner), None)), "{i}");
+        }
+        for (i, m) in left.iter().enumerate() {
+            assert_eq!(canonical_payload(m, true), None, "{i}");
+            let _ = general(m); // the general check still takes it
         }
     }
 }

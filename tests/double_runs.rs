@@ -76,10 +76,7 @@ fn deltas_and_steps_when_enabled() {
     assert_eq!(events.len(), 26, "27 numbered frames minus done");
     assert_eq!(events.iter().filter(|e| e.kind == EventKind::Step).count(), 3);
     assert!(events.iter().filter(|e| e.kind == EventKind::Delta).count() >= 8);
-    let offsets: Vec<u64> = events
-        .iter()
-        .map(|e| e.offset.as_deref().unwrap().parse().unwrap())
-        .collect();
+    let offsets: Vec<u64> = events.iter().map(|e| e.offset().unwrap().parse().unwrap()).collect();
     assert_eq!(offsets, (1..=26).collect::<Vec<u64>>());
     // With deltas, the text comes from the deltas (not twice).
     let run = agent(&client)
@@ -250,7 +247,7 @@ fn frames_over_the_cap_are_refused_and_under_it_delivered() {
     let big = run
         .events()
         .map(|e| e.unwrap())
-        .find(|e| e.r#type == "assistant")
+        .find(|e| e.r#type() == "assistant")
         .unwrap();
     assert!(big.text().unwrap().len() >= 899_000);
     let run = agent(&client).send_text("scenario:big:2000000").unwrap();
@@ -315,9 +312,9 @@ fn observe_resumes_after_an_observe_offset() {
     let run = a.send_text("scenario:normal").unwrap();
     run.wait().unwrap();
     let all: Vec<Event> = run.observe(None).unwrap().events().map(|e| e.unwrap()).collect();
-    assert_eq!(all[0].r#type, "request");
+    assert_eq!(all[0].r#type(), "request");
     assert_eq!(all.len(), NORMAL.len() + 1);
-    let after = all[4].offset.clone().unwrap();
+    let after = all[4].offset().unwrap().to_string();
     let tail: Vec<Event> = a
         .observe(&run.id(), Some(&after))
         .unwrap()

@@ -1029,7 +1029,7 @@ fn truncated_frame_recovers() {
             let mut events = Vec::new();
             loop {
                 match run.next_event(Some(Duration::from_secs(30))) {
-                    Ok(Next::Event(e)) => events.push((e.r#type.clone(), e.payload()["n"].as_f64())),
+                    Ok(Next::Event(e)) => events.push((e.r#type().to_string(), e.payload()["n"].as_f64())),
                     Ok(Next::End) => break Ok(events),
                     Ok(other) => panic!("{other:?}"),
                     Err(e) => break Err(e),

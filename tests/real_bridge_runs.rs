@@ -22,7 +22,7 @@ fn full_failing_turn_reports_the_status_message() {
         kinds.push(format!(
             "{:?}:{}:{}",
             ev.kind,
-            ev.r#type,
+            ev.r#type(),
             ev.payload().get("status").and_then(|s| s.as_str()).unwrap_or("")
         ));
     }
@@ -44,10 +44,10 @@ fn full_failing_turn_reports_the_status_message() {
     agent.close().unwrap();
     let replay = agent.observe(&run.id(), None).unwrap();
     let all: Vec<_> = replay.events().map(|e| e.unwrap()).collect();
-    let types: Vec<_> = all.iter().map(|e| e.r#type.as_str()).collect();
+    let types: Vec<_> = all.iter().map(|e| e.r#type()).collect();
     assert_eq!(types, ["request", "status", "status", "result"], "{all:?}");
     assert_eq!(replay.wait().unwrap().status, RunStatus::Error);
-    let offsets: Vec<String> = all.iter().map(|e| e.offset.clone().unwrap()).collect();
+    let offsets: Vec<String> = all.iter().map(|e| e.offset().unwrap().to_string()).collect();
     let tail: Vec<_> = run
         .observe(Some(&offsets[1]))
         .unwrap()
@@ -55,7 +55,7 @@ fn full_failing_turn_reports_the_status_message() {
         .map(|e| e.unwrap())
         .collect();
     assert_eq!(tail.len(), 2, "resumes strictly after offset {}: {tail:?}", offsets[1]);
-    assert_eq!(tail[0].offset.as_deref(), Some(offsets[2].as_str()));
+    assert_eq!(tail[0].offset(), Some(offsets[2].as_str()));
 }
 
 #[test]
@@ -130,12 +130,12 @@ fn dropped_connection_mid_run_is_recovered() {
         Next::Event(e) => e,
         other => panic!("expected the first event, got {other:?}"),
     };
-    assert_eq!(first.r#type, "status");
+    assert_eq!(first.r#type(), "status");
     proxy.cut();
     let rest: Vec<_> = run.events().map(|e| e.unwrap()).collect();
     let statuses: Vec<_> = rest
         .iter()
-        .filter(|e| e.r#type == "status")
+        .filter(|e| e.r#type() == "status")
         .map(|e| e.payload()["status"].as_str().unwrap().to_string())
         .collect();
     // The bridge gives a late subscriber of a live run only its result (bridge-behavior §3.4),

@@ -20,7 +20,7 @@ fn local_agent(client: &Client) -> cursor_sdk::Agent {
 fn tool_results(events: &[Event]) -> Vec<Value> {
     events
         .iter()
-        .filter(|e| e.r#type == "tool_call" && e.payload()["status"] != "running")
+        .filter(|e| e.r#type() == "tool_call" && e.payload()["status"] != "running")
         .map(|e| e.payload().clone())
         .collect()
 }

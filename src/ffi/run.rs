@@ -92,10 +92,10 @@ impl cursor_event {
     fn new(mut event: Event) -> cursor_event {
         // The run has joined the text already (it sums it up); the C string takes it over.
         let text = event.take_text().map(c_string);
-        let t = event.r#type.as_bytes();
+        let t = event.r#type().as_bytes();
         let r#type = match KNOWN_TYPES.iter().find(|k| k.to_bytes() == t) {
             Some(k) => Cow::Borrowed(*k),
-            None => Cow::Owned(c_string_of(&event.r#type)),
+            None => Cow::Owned(c_string_of(event.r#type())),
         };
         cursor_event {
             event,
@@ -123,7 +123,7 @@ impl cursor_event {
 
     fn offset(&self) -> Option<&CString> {
         self.offset
-            .get_or_init(|| self.event.offset.as_deref().map(c_string_of))
+            .get_or_init(|| self.event.offset().map(c_string_of))
             .as_ref()
     }
 }

@@ -215,7 +215,7 @@ pub fn describe(e: &Event) -> String {
         EventKind::Result => "result",
     };
     match e.payload().get("status").and_then(|s| s.as_str()) {
-        Some(s) if e.kind != EventKind::Result => format!("{kind}:{}:{s}", e.r#type),
-        _ => format!("{kind}:{}", e.r#type),
+        Some(s) if e.kind != EventKind::Result => format!("{kind}:{}:{s}", e.r#type()),
+        _ => format!("{kind}:{}", e.r#type()),
     }
 }

@@ -253,7 +253,7 @@ impl Worker {
                 check!(names == want, "{kind:?}: {names:?}");
                 let done: Vec<&Value> = events
                     .iter()
-                    .filter(|e| e.r#type == "tool_call" && e.payload()["status"] == "completed")
+                    .filter(|e| e.r#type() == "tool_call" && e.payload()["status"] == "completed")
                     .map(|e| &e.payload()["result"]["value"])
                     .collect();
                 for (i, v) in done.iter().enumerate() {
@@ -306,7 +306,7 @@ impl Worker {
         }
         let rest = rest?;
         check!(
-            rest.first().and_then(|e| e.offset.as_deref()) == Some(&(events.len() + 1).to_string()),
+            rest.first().and_then(|e| e.offset()) == Some(&(events.len() + 1).to_string()),
             "cancel: the stream did not go on after offset {}",
             events.len()
         );
@@ -396,14 +396,14 @@ fn check_offsets(events: &[Event]) -> Result<(), Failure> {
     let Some(first) = events.first() else {
         return Ok(());
     };
-    let offset = |e: &Event| e.offset.as_deref().and_then(|o| o.parse::<u64>().ok());
+    let offset = |e: &Event| e.offset().and_then(|o| o.parse::<u64>().ok());
     let start = offset(first).ok_or_else(|| Failure::Check(format!("no offset on {}", describe(first))))?;
     for (i, e) in events.iter().enumerate() {
         check!(
             offset(e) == Some(start + i as u64),
             "event {i} ({}) has offset {:?}, want {}",
             describe(e),
-            e.offset,
+            e.offset(),
             start + i as u64
         );
     }
