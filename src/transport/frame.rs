@@ -5,7 +5,7 @@
 use std::io::{self, Read};
 use std::ops::Range;
 
-use prost::bytes::{Buf, Bytes, BytesMut};
+use prost::bytes::Bytes;
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -56,6 +56,50 @@ enum Parsed {
 
 /// Least read size: one read of a fast stream then carries hundreds of frames.
 const READ_CHUNK: usize = 64 * 1024;
+/// A read buffer's size: a read's worth, and room for the frames that arrive behind it.
+const BUFFER: usize = 2 * READ_CHUNK;
+/// A batch of at least this many bytes takes the buffer it lies in along (no copy); a smaller
+/// one (a slow stream's frame or two) is copied out, and the buffer stays.
+const HAND_OVER: usize = READ_CHUNK / 2;
+/// Buffers a stream keeps for reuse once its consumer has dropped their batches.
+const POOL_KEEP: usize = 2;
+
+/// The read buffers of one stream that came back from its consumer: a fast stream then reads
+/// into a few warm buffers in turn, instead of allocating and zeroing one per read.
+#[derive(Default)]
+struct Pool(parking_lot::Mutex<Vec<Vec<u8>>>);
+
+impl Pool {
+    /// A zeroed buffer of the standard size (or `least` bytes, if more).
+    fn take(&self, least: usize) -> Vec<u8> {
+        match self.0.lock().pop() {
+            Some(buf) if buf.len() >= least => buf,
+            _ => vec![0; BUFFER.max(least)],
+        }
+    }
+}
+
+/// A buffer handed to a consumer with its batch; back to the pool when the batch is dropped.
+struct Lent {
+    buf: Vec<u8>,
+    range: Range<usize>,
+    pool: std::sync::Arc<Pool>,
+}
+
+impl AsRef<[u8]> for Lent {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf[self.range.clone()]
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        let mut free = self.pool.0.lock();
+        if free.len() < POOL_KEEP && self.buf.len() == BUFFER {
+            free.push(std::mem::take(&mut self.buf));
+        }
+    }
+}
 
 /// Reads frames from a byte stream through one buffer: each read takes whatever the socket
 /// has, and every complete frame in it is handed out at once, so a fast stream costs one
@@ -63,10 +107,12 @@ const READ_CHUNK: usize = 64 * 1024;
 pub struct FrameReader<R> {
     inner: R,
     max_frame: usize,
-    /// The bytes read, `buf[..filled]`, then spare room that is already zeroed (`buf[filled..]`):
-    /// a slow stream's reads reuse it instead of zeroing a new 64–128 KiB for every frame.
-    buf: BytesMut,
+    /// The bytes read and not handed out are `buf[start..filled]`; the room after them is
+    /// zeroed once, when the buffer is made, and reused by every read.
+    buf: Vec<u8>,
+    start: usize,
     filled: usize,
+    pool: std::sync::Arc<Pool>,
     ended: bool,
     /// An error met after frames that were handed out first.
     failed: Option<Error>,
@@ -77,8 +123,10 @@ impl<R: Read> FrameReader<R> {
         FrameReader {
             inner,
             max_frame,
-            buf: BytesMut::new(),
+            buf: Vec::new(),
+            start: 0,
             filled: 0,
+            pool: Default::default(),
             ended: false,
             failed: None,
         }
@@ -99,16 +147,14 @@ impl<R: Read> FrameReader<R> {
             if self.ended {
                 return Ok(Frame::End);
             }
-            match self.parse(0)? {
+            match self.parse(self.start)? {
                 Parsed::Message(range, len) => {
                     let payload = self.buf[range].to_vec();
-                    self.buf.advance(len);
-                    self.filled -= len;
+                    self.start += len;
                     return Ok(Frame::Message(payload));
                 }
                 Parsed::End(len) => {
-                    self.buf.advance(len);
-                    self.filled -= len;
+                    self.start += len;
                     self.ended = true;
                 }
                 Parsed::Incomplete(need) => self.fill(need)?,
@@ -130,11 +176,11 @@ impl<R: Read> FrameReader<R> {
                     ..FrameBatch::default()
                 });
             }
-            let (mut frames, mut pos, mut end, mut need) = (Vec::new(), 0, false, 0);
+            let (mut frames, mut pos, mut end, mut need) = (Vec::new(), self.start, false, 0);
             loop {
                 match self.parse(pos) {
                     Ok(Parsed::Message(range, len)) => {
-                        frames.push(range);
+                        frames.push(range.start - self.start..range.end - self.start);
                         pos += len;
                     }
                     Ok(Parsed::End(len)) => {
@@ -158,10 +204,30 @@ impl<R: Read> FrameReader<R> {
                 continue;
             }
             self.ended = end;
-            let data = self.buf.split_to(pos).freeze();
-            self.filled -= pos;
+            let data = self.hand_out(pos);
             return Ok(FrameBatch { data, frames, end });
         }
+    }
+
+    /// The bytes from `start` to `end` as a batch's data: a large batch takes the buffer along
+    /// (the reader goes on in a recycled one, with the incomplete frame after `end` copied
+    /// over), a small one is copied out.
+    fn hand_out(&mut self, end: usize) -> Bytes {
+        let range = self.start..end;
+        if range.len() < HAND_OVER {
+            self.start = end;
+            return Bytes::copy_from_slice(&self.buf[range]);
+        }
+        let rest = self.filled - end;
+        let mut next = self.pool.take(rest);
+        next[..rest].copy_from_slice(&self.buf[end..self.filled]);
+        let buf = std::mem::replace(&mut self.buf, next);
+        (self.start, self.filled) = (0, rest);
+        Bytes::from_owner(Lent {
+            buf,
+            range,
+            pool: self.pool.clone(),
+        })
     }
 
     /// Looks at the frame starting at `pos` in the buffer; ranges are relative to the buffer.
@@ -196,14 +262,18 @@ impl<R: Read> FrameReader<R> {
     /// One read of whatever is available, making room for at least the `need` bytes the
     /// front frame requires (its length was checked against the cap already).
     fn fill(&mut self, need: usize) -> Result<()> {
+        // The front frame moves to the buffer's start (it is incomplete: a few bytes, unless
+        // it is a large frame, which is then read into room made for all of it).
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.filled, 0);
+            (self.filled, self.start) = (self.filled - self.start, 0);
+        }
         let have = self.filled;
-        let least = need.saturating_sub(have).max(READ_CHUNK);
-        if self.buf.len() - have < least {
-            // Too little spare room left: grow it (only the new part is zeroed), with up to
-            // one more read's worth, so that a slow stream zeroes once per ~64 KiB, not per read.
-            self.buf.reserve(have + least + least.min(READ_CHUNK) - self.buf.len());
-            let room = (self.buf.capacity() - have).min(need.max(READ_CHUNK) * 2);
-            self.buf.resize(have + room, 0);
+        if self.buf.is_empty() {
+            self.buf = self.pool.take(need);
+        } else if self.buf.len() < need {
+            // Only the new part is zeroed; with a read's worth more for the frames behind it.
+            self.buf.resize(need + READ_CHUNK, 0);
         }
         let read = loop {
             match self.inner.read(&mut self.buf[have..]) {
@@ -403,19 +473,54 @@ mod tests {
             .map(|p| frames(&[*p]))
             .chain([frames(&[(FLAG_END, b"{}")])]);
         let mut r = FrameReader::new(Chunks(chunks.collect()), 1 << 20);
-        let (mut got, mut rooms) = (Vec::new(), Vec::new());
+        let (mut got, mut buffers) = (Vec::new(), Vec::new());
         loop {
             let b = r.next_batch().unwrap();
             got.extend(b.frames.iter().map(|f| b.data[f.clone()].to_vec()));
-            rooms.push(r.buf.len() - r.filled);
+            buffers.push((r.buf.as_ptr(), r.buf.len()));
             if b.end {
                 break;
             }
         }
         assert_eq!(got, parts.iter().map(|p| p.1.to_vec()).collect::<Vec<_>>());
-        // The room zeroed for the first read serves every later one (no zeroing per frame).
-        let reused = rooms.windows(2).all(|w| w[1] <= w[0]) && rooms.iter().all(|&room| room >= READ_CHUNK);
-        assert!(reused, "spare room after each batch: {rooms:?}");
+        // Small batches are copied out: the buffer zeroed for the first read serves every
+        // later one (no new buffer, no zeroing per frame).
+        assert!(buffers.windows(2).all(|w| w[0] == w[1]), "{buffers:?}");
+        assert_eq!(buffers[0].1, BUFFER);
+    }
+
+    #[test]
+    fn a_fast_stream_lends_its_buffers_and_reuses_them_when_dropped() {
+        let payload = vec![b'p'; 1000];
+        let parts: Vec<(u8, &[u8])> = (0..2000).map(|_| (0, payload.as_slice())).collect();
+        let data = [frames(&parts), frames(&[(FLAG_END, b"{}")])].concat();
+        let mut r = FrameReader::new(
+            Trickle {
+                data: &data,
+                step: READ_CHUNK,
+                reads: 0,
+            },
+            1 << 20,
+        );
+        let (mut frames_seen, mut lent, mut buffers) = (0, 0, std::collections::HashSet::new());
+        loop {
+            let b = r.next_batch().unwrap();
+            assert!(b.frames.iter().all(|f| b.data[f.clone()] == payload[..]));
+            frames_seen += b.frames.len();
+            // A batch that took the reader's buffer along: the reader is in another one now.
+            lent += usize::from(b.data.len() >= HAND_OVER);
+            buffers.insert(r.buf.as_ptr());
+            if b.end {
+                break;
+            }
+        } // each batch is dropped here, its buffer back to the pool
+        assert_eq!(frames_seen, parts.len());
+        assert!(lent > 20, "{lent} batches lent their buffer");
+        assert!(
+            buffers.len() <= 1 + POOL_KEEP,
+            "{} buffers for {lent} lent batches",
+            buffers.len()
+        );
     }
 
     #[test]
