@@ -68,8 +68,51 @@ pub struct cursor_event {
     /// already), the others made on first use.
     r#type: Cow<'static, CStr>,
     json: OnceLock<CString>,
-    text: Option<CString>,
+    text: CText,
     offset: OnceLock<Option<CString>>,
+}
+
+/// Texts of up to this many bytes are kept inside the event handle.
+const INLINE_TEXT: usize = 47;
+
+/// An event's text as a C string: inside the handle when short (a streamed chunk usually is:
+/// one allocation per event, the handle's), else its own.
+enum CText {
+    None,
+    /// The text, a NUL, and zeroes; no NUL inside the text.
+    Inline(u8, [u8; INLINE_TEXT + 1]),
+    Heap(CString),
+}
+
+impl CText {
+    fn of(event: &mut Event) -> CText {
+        let inline = event.text().map(|t| {
+            let t = t.as_bytes();
+            let mut bytes = [0; INLINE_TEXT + 1];
+            let fits = t.len() <= INLINE_TEXT && !t.contains(&0);
+            if fits {
+                bytes[..t.len()].copy_from_slice(t);
+            }
+            (fits, t.len() as u8, bytes)
+        });
+        match inline {
+            None => CText::None,
+            Some((true, len, bytes)) => CText::Inline(len, bytes),
+            // The run has joined a long text already (it sums it up): the C string takes it.
+            Some((false, ..)) => event.take_text().map_or(CText::None, |t| CText::Heap(c_string(t))),
+        }
+    }
+
+    fn get(&self) -> Option<&CStr> {
+        match self {
+            CText::None => None,
+            CText::Inline(len, bytes) => {
+                // SAFETY: the text, then a NUL at `len`; no NUL inside the text (checked).
+                Some(unsafe { CStr::from_bytes_with_nul_unchecked(&bytes[..=usize::from(*len)]) })
+            }
+            CText::Heap(c) => Some(c),
+        }
+    }
 }
 
 /// The common event types, as C strings that need no allocation per event.
@@ -90,8 +133,7 @@ const KNOWN_TYPES: [&CStr; 12] = [
 
 impl cursor_event {
     fn new(mut event: Event) -> cursor_event {
-        // The run has joined the text already (it sums it up); the C string takes it over.
-        let text = event.take_text().map(c_string);
+        let text = CText::of(&mut event);
         let t = event.r#type().as_bytes();
         let r#type = match KNOWN_TYPES.iter().find(|k| k.to_bytes() == t) {
             Some(k) => Cow::Borrowed(*k),
@@ -117,8 +159,8 @@ impl cursor_event {
             .get_or_init(|| c_string(serde_json::to_string(self.event.payload()).unwrap_or_default()))
     }
 
-    fn text(&self) -> Option<&CString> {
-        self.text.as_ref()
+    fn text(&self) -> Option<&CStr> {
+        self.text.get()
     }
 
     fn offset(&self) -> Option<&CString> {
@@ -204,8 +246,12 @@ pub unsafe extern "C" fn cursor_run_next_event(
                 "the run delivers through its callback (cursor_run_set_callback)",
             ));
         }
-        let notifier = r.notifier.lock().clone();
         let mut next = r.run.next_event(timeout_of(timeout_ms))?;
+        // The descriptor matters only when nothing came (an event leaves it as it is).
+        let notifier = match next {
+            Next::Event(_) => None,
+            _ => r.notifier.lock().clone(),
+        };
         if let (Next::Timeout, Some(n)) = (&next, &notifier) {
             // Nothing queued: clear the descriptor, then look once more so an event queued in
             // between is not left behind a cleared descriptor.
@@ -741,10 +787,29 @@ mod tests {
             json!({"message": {"content": [{"type": "text", "text": "hi"}]}}),
             None,
         ));
-        assert_eq!(text.text().map(CString::as_c_str), Some(c"hi"));
+        assert_eq!(text.text(), Some(c"hi"));
         assert_eq!(
             text.json().to_str().unwrap(),
             r#"{"message":{"content":[{"text":"hi","type":"text"}]}}"#
         );
+    }
+
+    #[test]
+    fn event_texts_short_inline_long_or_with_a_nul_owned() {
+        let event = |t: &str| {
+            let payload = json!({"message": {"content": [{"type": "text", "text": t}]}});
+            cursor_event::new(Event::new(EventKind::Message, "assistant", payload, None))
+        };
+        let fits = "x".repeat(INLINE_TEXT);
+        let long = "y".repeat(INLINE_TEXT + 1);
+        let (e, l, n, empty) = (event(&fits), event(&long), event("a\0b"), event(""));
+        assert!(matches!(e.text, CText::Inline(..)));
+        assert_eq!(e.text().unwrap().to_str().unwrap(), fits);
+        assert!(matches!(l.text, CText::Heap(_)));
+        assert_eq!(l.text().unwrap().to_str().unwrap(), long);
+        // A NUL inside the text is dropped, as everywhere a string goes to C.
+        assert!(matches!(n.text, CText::Heap(_)));
+        assert_eq!(n.text(), Some(c"ab"));
+        assert_eq!(empty.text(), None);
     }
 }
