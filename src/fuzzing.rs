@@ -24,27 +24,27 @@ pub fn sdk_frame_fast(frame: &[u8]) -> Option<Result<SdkFrame, &'static str>> {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
-    let str_at = |r: &std::ops::Range<usize>| struct_json::checked_str(&frame[r.clone()]).to_string();
-    let r#type = str_at(&scan.r#type);
-    let finite = scan.finite && scan.message.is_some();
+    let str_at = |r: std::ops::Range<usize>| struct_json::checked_str(&frame[r]).to_string();
+    let r#type = scan.r#type.get().map(str_at).unwrap_or_default();
+    let finite = scan.finite && scan.message.get().is_some();
     // As `Event::from_scan` then `Event::text` (wire path): the scan's range, else the blocks.
-    let text = match (&scan.text, &scan.inner) {
+    let text = match (&scan.text, scan.inner.get()) {
         _ if r#type != "assistant" => None,
-        (TextAt::One(r), _) => Some(str_at(r)),
+        (TextAt::One(r), _) => r.get().map(str_at),
         (TextAt::Empty, _) => None,
         (TextAt::Unknown, Some(inner)) if finite => {
             let mut t = String::new();
-            struct_json::append_assistant_text(&frame[inner.clone()], &mut t);
+            struct_json::append_assistant_text(&frame[inner], &mut t);
             Some(t)
         }
         (TextAt::Unknown, _) => None,
     };
     Some(Ok(SdkFrame {
-        payload: match &scan.message {
-            Some(m) if finite => struct_json::payload(&frame[m.clone()]),
+        payload: match scan.message.get() {
+            Some(m) if finite => struct_json::payload(&frame[m]),
             _ => Value::Null,
         },
-        offset: scan.offset.as_ref().map(str_at),
+        offset: scan.offset.get().map(str_at),
         text: text.filter(|t| !t.is_empty()),
         r#type,
     }))

@@ -36,7 +36,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::link::{CallOpts, Connection, Link, AGENTS};
 use crate::proto::{self, run_stream_message::Envelope};
 use crate::send_watch::{self, Unanswered};
-use crate::struct_json::{self, SdkScan, TextAt};
+use crate::struct_json::{self, SdkScan, Span, TextAt};
 use crate::transport::frame::FrameBatch;
 use crate::transport::{AbortSlot, FrameStream, Idempotency};
 
@@ -86,23 +86,6 @@ pub struct Event {
     text: OnceLock<Option<String>>,
 }
 
-/// Where a part of an event lies in its `wire` (a frame is at most 4 GiB: its envelope's
-/// length is 32 bits), or nowhere.
-#[derive(Clone, Copy, PartialEq)]
-struct Span(u32, u32);
-
-impl Span {
-    const NONE: Span = Span(u32::MAX, u32::MAX);
-
-    fn of(r: Option<&Range<usize>>) -> Span {
-        r.map_or(Span::NONE, |r| Span(r.start as u32, r.end as u32))
-    }
-
-    fn get(self) -> Option<Range<usize>> {
-        (self != Span::NONE).then_some(self.0 as usize..self.1 as usize)
-    }
-}
-
 impl Event {
     pub fn new(kind: EventKind, r#type: impl Into<String>, payload: Value, offset: Option<String>) -> Event {
         // One buffer holds the type then the offset.
@@ -115,8 +98,8 @@ impl Event {
         Event {
             kind,
             finite: true,
-            r#type: Span::of(Some(&(0..type_end))),
-            offset: Span::of(offset.as_ref()),
+            r#type: Span::of(&(0..type_end)),
+            offset: Span::opt(offset.as_ref()),
             wire: Bytes::from(wire),
             message: Span::NONE,
             inner: Span::NONE,
@@ -129,18 +112,18 @@ impl Event {
     /// A message event from a checked `sdk_message` frame (`frame`: the frame's bytes, which
     /// the event shares); its payload is decoded on demand.
     fn from_scan(frame: Bytes, scan: &SdkScan) -> Event {
-        let (text_at, text) = match &scan.text {
-            TextAt::One(r) if !r.is_empty() => (Span::of(Some(r)), OnceLock::new()),
+        let (text_at, text) = match scan.text {
+            TextAt::One(at) if at.get().is_some_and(|r| !r.is_empty()) => (at, OnceLock::new()),
             TextAt::One(_) | TextAt::Empty => (Span::NONE, OnceLock::from(None)),
             TextAt::Unknown => (Span::NONE, OnceLock::new()),
         };
         Event {
             kind: EventKind::Message,
             finite: scan.finite,
-            r#type: Span::of(Some(&scan.r#type)),
-            offset: Span::of(scan.offset.as_ref()),
-            message: Span::of(scan.message.as_ref()),
-            inner: Span::of(scan.inner.as_ref()),
+            r#type: scan.r#type,
+            offset: scan.offset,
+            message: scan.message,
+            inner: scan.inner,
             text_at,
             payload: OnceLock::new(),
             text,
@@ -348,14 +331,16 @@ pub enum Next {
     End,
 }
 
+/// What the reader hands over for each frame. A fast stream's items are all `Sdk`: the rare
+/// cases are boxed, so that an item (which the consumer's core reads after the reader's wrote
+/// it) stays small.
 enum Item {
-    /// Boxed: the rare case (a fast stream's items are `Sdk`), kept out of the items' size.
     Event(Box<Event>),
-    /// A checked `sdk_message` frame (a range of its batch's data), made an `Event` by the
+    /// A checked `sdk_message` frame (a span of its batch's data), made an `Event` by the
     /// consumer: the allocations of an event then happen on the thread that frees them.
-    Sdk(Range<usize>, SdkScan),
+    Sdk(Span, SdkScan),
     /// Always the last item.
-    Failed(Error),
+    Failed(Box<Error>),
 }
 
 /// What the reader hands over at once: the items of one read, sharing its bytes.
@@ -775,10 +760,13 @@ impl Run {
         loop {
             let event = match inbox.items.next() {
                 Some(Item::Event(e)) => Some(*e),
-                Some(Item::Sdk(frame, scan)) => Some(Event::from_scan(inbox.data.slice(frame), &scan)),
+                Some(Item::Sdk(frame, scan)) => Some(Event::from_scan(
+                    inbox.data.slice(frame.get().unwrap_or_default()),
+                    &scan,
+                )),
                 Some(Item::Failed(e)) => {
                     inbox.rx = None; // a failure is always the last item: End from now on
-                    return Err(e);
+                    return Err(*e);
                 }
                 None => None,
             };
@@ -1141,7 +1129,7 @@ impl Reader {
     /// A checked `sdk_message` frame of the current batch. Once the run id is known, any but
     /// the status and usage messages (which the summary reads) go over undecoded.
     fn handle_sdk(&mut self, data: &Bytes, range: &Range<usize>, scan: SdkScan) -> bool {
-        let ty = &data[range.clone()][scan.r#type.clone()];
+        let ty = &data[range.clone()][scan.r#type.get().unwrap_or_default()];
         if self.skipped(ty) {
             return true;
         }
@@ -1151,7 +1139,7 @@ impl Reader {
             return self.deliver(Item::Event(Box::new(event)));
         }
         self.messages_delivered += 1;
-        self.deliver(Item::Sdk(range.clone(), scan))
+        self.deliver(Item::Sdk(Span::of(range), scan))
     }
 
     fn handle(&mut self, msg: proto::RunStreamMessage) -> bool {
@@ -1289,14 +1277,14 @@ impl Reader {
     /// The run was ended here (a cancel the bridge did not confirm).
     fn end_cancelled(&mut self, e: Error) {
         self.shared.summary.lock().failure = Some(e.clone());
-        self.deliver(Item::Failed(e));
+        self.deliver(Item::Failed(Box::new(e)));
         self.shared.set_status(RunStatus::Cancelled);
     }
 
     fn fail(&mut self, e: Error) {
         self.shared.summary.lock().failure = Some(e.clone());
         // Queued before the status listeners run, which are the caller's code.
-        self.deliver(Item::Failed(e));
+        self.deliver(Item::Failed(Box::new(e)));
         if !self.shared.summary.lock().status.is_some_and(RunStatus::is_terminal) {
             self.shared.set_status(RunStatus::Error);
         }
@@ -1560,6 +1548,13 @@ mod tests {
         assert_eq!(RunStatus::parse("who-knows"), RunStatus::Error);
         assert_eq!(RunStatus::from_proto(99), RunStatus::Error);
         assert_eq!(RunStatus::from_proto(5), RunStatus::Cancelled);
+    }
+
+    #[test]
+    fn an_item_is_small() {
+        // The consumer's core reads every item the reader's core wrote: 136 bytes before spans
+        // and boxed rare cases.
+        assert!(std::mem::size_of::<Item>() <= 64, "{}", std::mem::size_of::<Item>());
     }
 
     #[test]

@@ -24,17 +24,39 @@ use serde_json::{Map, Number, Value};
 /// Deepest nesting of structs and lists accepted (prost's own recursion limit).
 const MAX_DEPTH: u32 = 100;
 
-/// Where the parts of a checked `sdk_message` frame lie (ranges into the frame).
+/// Where a part of a frame lies, or nowhere: half the size of an `Option<Range<usize>>` (the
+/// reader hands several over for every event). Frames are at most 1 GiB (`maxFrameBytes`), so
+/// `NONE` is never a real span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span(u32, u32);
+
+impl Span {
+    pub const NONE: Span = Span(u32::MAX, u32::MAX);
+
+    pub fn of(r: &Range<usize>) -> Span {
+        Span(r.start as u32, r.end as u32)
+    }
+
+    pub fn opt(r: Option<&Range<usize>>) -> Span {
+        r.map_or(Span::NONE, Span::of)
+    }
+
+    pub fn get(self) -> Option<Range<usize>> {
+        (self != Span::NONE).then_some(self.0 as usize..self.1 as usize)
+    }
+}
+
+/// Where the parts of a checked `sdk_message` frame lie (spans of the frame).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SdkScan {
-    pub r#type: Range<usize>,
-    /// The `message` Struct's bytes; `None` when absent.
-    pub message: Option<Range<usize>>,
-    pub offset: Option<Range<usize>>,
+    pub r#type: Span,
+    /// The `message` Struct's bytes; `NONE` when absent.
+    pub message: Span,
+    pub offset: Span,
     /// No NaN or infinite number inside (otherwise the payload is `Null`).
     pub finite: bool,
     /// The `Value` of the payload's `message` key (an assistant message's body), if any.
-    pub inner: Option<Range<usize>>,
+    pub inner: Span,
     /// Where an assistant message's text is, found while its bytes are at hand.
     pub text: TextAt,
 }
@@ -46,8 +68,8 @@ pub(crate) enum TextAt {
     Unknown,
     /// The message has no text.
     Empty,
-    /// The text is this one block's string (a range of the frame).
-    One(Range<usize>),
+    /// The text is this one block's string (a span of the frame).
+    One(Span),
 }
 
 /// `Some` when `frame` is an `sdk_message` envelope (fields 1 and 4 only), checked whole;
@@ -125,7 +147,7 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
                 };
                 match (blocks, one.map(at)) {
                     (0, _) => TextAt::Empty,
-                    (1, Some(r)) => TextAt::One(r),
+                    (1, Some(r)) => TextAt::One(Span::of(&r)),
                     _ => TextAt::Unknown,
                 }
             }
@@ -133,11 +155,11 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
             _ => TextAt::Unknown,
         };
         Ok(Some(SdkScan {
-            r#type: ty,
-            message: body,
-            offset,
+            r#type: Span::of(&ty),
+            message: Span::opt(body.as_ref()),
+            offset: Span::opt(offset.as_ref()),
             finite,
-            inner,
+            inner: Span::opt(inner.as_ref()),
             text,
         }))
     })()
@@ -693,10 +715,15 @@ fn key(buf: &mut &[u8]) -> Result<(u32, WireType), Bad> {
 
 #[inline(always)]
 fn varint(buf: &mut &[u8]) -> Result<u64, Bad> {
-    match buf.first() {
-        Some(&b) if b < 0x80 => {
-            *buf = &buf[1..];
+    match **buf {
+        [b, ref rest @ ..] if b < 0x80 => {
+            *buf = rest;
             Ok(u64::from(b))
+        }
+        // Two bytes: the length of a frame's message or Struct (128 bytes to 16 KiB).
+        [b0, b1, ref rest @ ..] if b1 < 0x80 => {
+            *buf = rest;
+            Ok(u64::from(b0 & 0x7f) | u64::from(b1) << 7)
         }
         _ => decode_varint(buf).map_err(|_| "invalid varint"),
     }
@@ -812,12 +839,12 @@ pub(crate) mod tests {
     fn sdk_frame(frame: &[u8]) -> Option<Result<Decoded, Bad>> {
         let text = |r: Range<usize>| String::from_utf8(frame[r].to_vec()).unwrap();
         Some(scan(frame)?.map(|s| Decoded {
-            r#type: text(s.r#type),
-            payload: match (s.message, s.finite) {
+            r#type: text(s.r#type.get().unwrap()),
+            payload: match (s.message.get(), s.finite) {
                 (Some(m), true) => payload(&frame[m]),
                 _ => Value::Null,
             },
-            offset: s.offset.map(text),
+            offset: s.offset.get().map(text),
         }))
     }
 
@@ -1024,7 +1051,7 @@ pub(crate) mod tests {
         assert_eq!(fast.payload, json!({"message": null}));
         let scanned = scan(&frame).unwrap().unwrap();
         assert_eq!(scanned.text, TextAt::Empty);
-        assert!(scanned.inner.unwrap().is_empty());
+        assert!(scanned.inner.get().unwrap().is_empty());
     }
 
     #[test]
