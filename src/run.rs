@@ -355,6 +355,18 @@ struct Inbox {
     rx: Option<Receiver<Batch>>,
     data: Bytes,
     items: std::vec::IntoIter<Item>,
+    /// Assistant text taken from this batch and not yet in the summary: it goes there once
+    /// the batch is taken, one lock per batch rather than per event.
+    text: String,
+}
+
+impl Inbox {
+    fn flush_text(&mut self, shared: &Shared) {
+        if !self.text.is_empty() {
+            shared.summary.lock().assistant_text.push_str(&self.text);
+            self.text.clear();
+        }
+    }
 }
 
 type StatusListener = Arc<dyn Fn(RunStatus) + Send + Sync>;
@@ -701,6 +713,7 @@ impl Run {
                 rx: Some(rx),
                 data: Bytes::new(),
                 items: Vec::new().into_iter(),
+                text: String::new(),
             })),
         })
     }
@@ -765,13 +778,20 @@ impl Run {
                     &scan,
                 )),
                 Some(Item::Failed(e)) => {
+                    inbox.flush_text(&self.shared);
                     inbox.rx = None; // a failure is always the last item: End from now on
                     return Err(*e);
                 }
-                None => None,
+                None => {
+                    inbox.flush_text(&self.shared);
+                    None
+                }
             };
             if let Some(mut e) = event {
-                self.account(&mut e);
+                Self::account(&mut inbox.text, &mut e);
+                if inbox.items.len() == 0 {
+                    inbox.flush_text(&self.shared);
+                }
                 return Ok(Next::Event(e));
             }
             let Some(rx) = inbox.rx.as_ref() else {
@@ -792,14 +812,14 @@ impl Run {
     }
 
     /// The streamed assistant text is summed up as the consumer takes the messages (on its
-    /// thread, where each message's text is read anyway).
-    fn account(&self, e: &mut Event) {
+    /// thread, where each message's text is read anyway), into the inbox's pending text.
+    fn account(text: &mut String, e: &mut Event) {
         if (e.kind, e.r#type()) == (EventKind::Message, "assistant") {
             // Joined here once, and kept by the event: `text()` then costs nothing.
             e.join_text();
-        }
-        if let (EventKind::Message, Some(t)) = (e.kind, e.text()) {
-            self.shared.summary.lock().assistant_text.push_str(t);
+            if let Some(t) = e.text() {
+                text.push_str(t);
+            }
         }
     }
 

@@ -177,6 +177,8 @@ pub struct cursor_run {
     id: Mutex<Option<CString>>,
     notifier: Mutex<Option<Arc<Notifier>>>,
     push: Mutex<Option<Push>>,
+    /// A callback was set (what polling checks on every call, without taking `push`'s lock).
+    pushing: AtomicBool,
 }
 
 struct Push {
@@ -191,6 +193,7 @@ pub(crate) fn new_run(run: Run) -> *mut cursor_run {
         id: Mutex::new(None),
         notifier: Mutex::new(None),
         push: Mutex::new(None),
+        pushing: AtomicBool::new(false),
     })
 }
 
@@ -241,7 +244,7 @@ pub unsafe extern "C" fn cursor_run_next_event(
         out_ptr(out, "out")?;
         let r = handle(r, "run")?;
         r.run.check_process()?;
-        if r.push.lock().is_some() {
+        if r.pushing.load(Ordering::Acquire) {
             return Err(Error::usage(
                 "the run delivers through its callback (cursor_run_set_callback)",
             ));
@@ -300,7 +303,7 @@ pub unsafe extern "C" fn cursor_run_wait(
         super::clear_out(result_json_out);
         let r = handle(r, "run")?;
         r.run.check_process()?;
-        if r.push.lock().is_some() {
+        if r.pushing.load(Ordering::Acquire) {
             return Err(Error::usage(
                 "the run delivers through its callback (cursor_run_set_callback)",
             ));
@@ -472,6 +475,7 @@ pub unsafe extern "C" fn cursor_run_set_callback(
         if push.is_some() {
             return Err(Error::usage("a callback is already set on this run"));
         }
+        handle.pushing.store(true, Ordering::Release);
         let run = handle.run.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
@@ -482,7 +486,10 @@ pub unsafe extern "C" fn cursor_run_set_callback(
                 let data = data;
                 deliver(&run, &stop2, |ev, er| unsafe { callback(data.0, ev, er) });
             })
-            .map_err(|e| Error::internal(format!("cannot start the callback thread: {e}")))?;
+            .map_err(|e| {
+                handle.pushing.store(false, Ordering::Release);
+                Error::internal(format!("cannot start the callback thread: {e}"))
+            })?;
         *push = Some(Push {
             thread_id: thread.thread().id(),
             thread: Some(thread),
