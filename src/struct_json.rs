@@ -213,7 +213,7 @@ fn canonical_text_blocks(inner: &[u8]) -> Option<(usize, Option<&[u8]>)> {
     let mut message = one_kind(inner, 5)?;
     let mut content = None;
     while !message.is_empty() {
-        let (name, value) = canonical_entry(next_item(&mut message)?)?;
+        let (name, value) = next_entry(&mut message)?;
         if name == b"content" {
             content = Some(value); // the last one wins, as in a map
         }
@@ -226,7 +226,7 @@ fn canonical_text_blocks(inner: &[u8]) -> Option<(usize, Option<&[u8]>)> {
         let mut block = one_kind(next_item(&mut list)?, 5)?;
         let (mut is_text, mut text) = (false, None);
         while !block.is_empty() {
-            match canonical_entry(next_item(&mut block)?)? {
+            match next_entry(&mut block)? {
                 (b"type", v) => is_text = one_kind(v, 3)? == b"text",
                 (b"text", v) => text = Some(one_kind(v, 3)?),
                 _ => {}
@@ -314,6 +314,27 @@ fn fields(strukt: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
     })
 }
 
+/// The next Struct entry of `buf` as encoders write it (field 1, holding a key then a value
+/// and nothing else). Entries whose three lengths are one byte each, nearly all of them, are
+/// read with one bounds check and their lengths checked against each other.
+#[inline(always)]
+fn next_entry<'a>(buf: &mut &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
+    let b: &'a [u8] = buf;
+    if let [0x0a, n, 0x0a, k, ..] = *b {
+        let (n, k) = (usize::from(n), usize::from(k));
+        if n < 0x80 && k < 0x80 && 4 + k <= n {
+            if let Some(entry) = b.get(2..2 + n) {
+                // entry: 0x0a, k, key, 0x12, v, value; one-byte lengths add up to n.
+                if entry[2 + k] == 0x12 && usize::from(entry[3 + k]) == n - 4 - k {
+                    *buf = &b[2 + n..];
+                    return Some((&entry[2..2 + k], &entry[4 + k..]));
+                }
+            }
+        }
+    }
+    canonical_entry(next_item(buf)?)
+}
+
 /// An entry as encoders write it, key then value and nothing else (the common case, read
 /// without the general loop).
 #[inline(always)]
@@ -369,7 +390,7 @@ type Blocks<'a> = (usize, Option<&'a [u8]>);
 fn canonical_payload(mut buf: &[u8], assistant: bool) -> Option<(Option<&[u8]>, Option<Blocks<'_>>)> {
     let (mut found, mut blocks) = (None, None);
     while !buf.is_empty() {
-        let (name, value) = canonical_entry(next_item(&mut buf)?)?;
+        let (name, value) = next_entry(&mut buf)?;
         if !utf8_short(name) {
             return None;
         }
@@ -392,7 +413,7 @@ fn canonical_assistant(value: &[u8]) -> Option<Blocks<'_>> {
     let mut message = one_kind(value, 5)?;
     let mut blocks = (0, None);
     while !message.is_empty() {
-        let (name, value) = canonical_entry(next_item(&mut message)?)?;
+        let (name, value) = next_entry(&mut message)?;
         if !utf8_short(name) {
             return None;
         }
@@ -420,7 +441,7 @@ fn canonical_content(value: &[u8]) -> Option<Blocks<'_>> {
         };
         let (mut is_text, mut text) = (false, None);
         while !block.is_empty() {
-            let (name, value) = canonical_entry(next_item(&mut block)?)?;
+            let (name, value) = next_entry(&mut block)?;
             if !utf8_short(name) || !canonical_value(value, 4) {
                 return None;
             }
@@ -447,7 +468,7 @@ fn canonical_struct(mut buf: &[u8], depth: u32) -> bool {
         return false;
     }
     while !buf.is_empty() {
-        let Some((name, value)) = next_item(&mut buf).and_then(canonical_entry) else {
+        let Some((name, value)) = next_entry(&mut buf) else {
             return false;
         };
         if !utf8_short(name) || !canonical_value(value, depth + 1) {
@@ -457,12 +478,13 @@ fn canonical_struct(mut buf: &[u8], depth: u32) -> bool {
     true
 }
 
-/// A `Value` for [`canonical_struct`]: exactly one kind, a finite number. Strings, the most
-/// common values, are checked inline; anything else takes a call.
+/// A `Value` for [`canonical_struct`]: exactly one kind, a finite number. Short strings, the
+/// most common values, are checked inline; anything else takes a call.
 #[inline(always)]
 fn canonical_value(value: &[u8], depth: u32) -> bool {
-    match value.split_first() {
-        Some((0x1a, mut rest)) => take(&mut rest).is_ok_and(|s| rest.is_empty() && utf8_short(s)),
+    match *value {
+        // A string with a one-byte length, which must then be the rest of the value.
+        [0x1a, n, ref s @ ..] if n < 0x80 => usize::from(n) == s.len() && utf8_short(s),
         _ => canonical_other(value, depth),
     }
 }
@@ -473,11 +495,12 @@ fn canonical_other(value: &[u8], depth: u32) -> bool {
         return false;
     };
     match head {
-        // A struct or list: its one length-delimited field.
-        0x2a | 0x32 => {
+        // A (long) string, struct or list: its one length-delimited field.
+        0x1a | 0x2a | 0x32 => {
             let Ok(body) = take(&mut rest) else { return false };
             rest.is_empty()
                 && match head {
+                    0x1a => utf8_short(body),
                     0x2a => canonical_struct(body, depth),
                     _ => canonical_list(body, depth),
                 }
@@ -1190,6 +1213,15 @@ pub(crate) mod tests {
             [
                 entry("message", &ld(5, &entry("content", &list(&[block("text", "x")])))),
                 entry("k", &[0x08, 0]),
+            ]
+            .concat(),
+            // Lengths of two bytes and more: a long text, a long key, a long string elsewhere.
+            payload(&ld(5, &entry("content", &list(&[block("text", &"é".repeat(300))])))),
+            [payload(&ld(5, &[])), entry(&"k".repeat(200), &sv(&"v".repeat(1000)))].concat(),
+            // An entry whose length is written in two bytes though it fits in one.
+            [
+                payload(&ld(5, &[])),
+                vec![0x0a, 0x87, 0x00, 0x0a, 0x01, b'k', 0x12, 0x02, 0x1a, 0x00],
             ]
             .concat(),
         ];
