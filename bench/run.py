@@ -201,7 +201,7 @@ def main():
     # Interleaved pairs (ours, baseline), order alternating: ratios come per pair.
     pairs_ping = 5 if q else 6
     n_ping_pair = 100 if q else 1000
-    pairs_stream = 5
+    pairs_stream = 5 if q else 9
     # Callgrind runs of n and 2n operations (None: not counted in this mode).
     n_cg_ping = None if q else 200
     n_cg_stream = 1000 if q else 20000

@@ -89,7 +89,8 @@ impl CText {
         let inline = event.text().map(|t| {
             let t = t.as_bytes();
             let mut bytes = [0; INLINE_TEXT + 1];
-            let fits = t.len() <= INLINE_TEXT && !t.contains(&0);
+            // A fold, not `contains`: no call for a string this short.
+            let fits = t.len() <= INLINE_TEXT && !t.iter().fold(false, |nul, b| nul | (*b == 0));
             if fits {
                 bytes[..t.len()].copy_from_slice(t);
             }
