@@ -77,9 +77,9 @@ public final class Run: Sendable {
         }
     }
 
-    func event(at index: Int) async throws -> RunEvent? {
+    func events(from index: Int) async throws -> [RunEvent] {
         try startPump()
-        return try await feed.event(at: index)
+        return try await feed.events(from: index, max: RunEvents.chunk)
     }
 }
 
@@ -88,12 +88,24 @@ public struct RunEvents: AsyncSequence, Sendable {
     public typealias Element = RunEvent
     let run: Run
 
+    /// Most events an iterator takes from the run at once: what has arrived is handed over in
+    /// chunks, so a fast stream costs one lock and one suspension point per chunk, not per event.
+    static let chunk = 256
+
     public struct AsyncIterator: AsyncIteratorProtocol {
         let run: Run
         var index = 0
+        var taken: [RunEvent] = []
+        var position = 0
 
         public mutating func next() async throws -> RunEvent? {
-            guard let e = try await run.event(at: index) else { return nil }
+            if position == taken.count {
+                taken = try await run.events(from: index)
+                position = 0
+                if taken.isEmpty { return nil }
+            }
+            let e = taken[position]
+            position += 1
             index += 1
             return e
         }

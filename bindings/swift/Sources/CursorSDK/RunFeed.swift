@@ -40,15 +40,17 @@ final class RunFeed: Sendable {
         wake.forEach { $0.resume() }
     }
 
-    /// The event at `index`, waiting for it; `nil` after the last one. Throws the stream's
-    /// failure after the last event, and `CancellationError` when the waiting task is cancelled.
-    func event(at index: Int) async throws -> RunEvent? {
+    /// The events from `index` on that have arrived (at most `max`, at least one: waiting for
+    /// it); empty after the last one. Throws the stream's failure after the last event, and
+    /// `CancellationError` when the waiting task is cancelled.
+    func events(from index: Int, max: Int) async throws -> [RunEvent] {
         while true {
-            let now: Result<RunEvent?, CursorError>? = state.withLock { s in
-                if index < s.events.count { return .success(s.events[index]) }
+            let now: Result<[RunEvent], CursorError>? = state.withLock { s in
+                // Copied out: a slice would share the buffer that `append` then copies whole.
+                if index < s.events.count { return .success(Array(s.events[index..<min(s.events.count, index + max)])) }
                 switch s.outcome {
                 case .none: return nil
-                case .success: return .success(nil)
+                case .success: return .success([])
                 case .failure(let e): return .failure(e)
                 }
             }
