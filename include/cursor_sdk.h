@@ -181,7 +181,9 @@ typedef struct cursor_client cursor_client;
 typedef struct cursor_error cursor_error;
 
 /// One event of a run. Owned by the caller (`cursor_event_free`); its strings are borrowed
-/// until then. Safe to read from any thread.
+/// until then. Safe to read from any thread. An event shares the buffer of the read it came in
+/// with the other events of that read (a fast stream's reads are 128 KiB) until it is freed:
+/// free events rather than keep them, and copy what you keep.
 typedef struct cursor_event cursor_event;
 
 /// A run handle. Consume it from one thread at a time (it may move between threads);

@@ -31,7 +31,7 @@ const MAX_DEPTH: u32 = 100;
 pub(crate) struct Span(u32, u32);
 
 impl Span {
-    pub const NONE: Span = Span(u32::MAX, u32::MAX);
+    pub(crate) const NONE: Span = Span(u32::MAX, u32::MAX);
 
     pub fn of(r: &Range<usize>) -> Span {
         Span(r.start as u32, r.end as u32)

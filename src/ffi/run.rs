@@ -61,7 +61,9 @@ pub type cursor_event_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, event: *const cursor_event, error: *const cursor_error)>;
 
 /// One event of a run. Owned by the caller (`cursor_event_free`); its strings are borrowed
-/// until then. Safe to read from any thread.
+/// until then. Safe to read from any thread. An event shares the buffer of the read it came in
+/// with the other events of that read (a fast stream's reads are 128 KiB) until it is freed:
+/// free events rather than keep them, and copy what you keep.
 pub struct cursor_event {
     event: Event,
     /// The C strings: the type (static for the common ones), the text (the run has joined it
