@@ -71,6 +71,8 @@ pub struct Event {
     pub kind: EventKind,
     /// No NaN or infinite number in `message` (otherwise the payload is `Null`).
     finite: bool,
+    /// An `assistant` message (the stream's common case, asked for several times per event).
+    assistant: bool,
     /// The checked frame, or for an event made otherwise its type and offset.
     wire: Bytes,
     r#type: Span,
@@ -88,8 +90,10 @@ pub struct Event {
 
 impl Event {
     pub fn new(kind: EventKind, r#type: impl Into<String>, payload: Value, offset: Option<String>) -> Event {
+        let r#type: String = r#type.into();
+        let assistant = kind == EventKind::Message && r#type == "assistant";
         // One buffer holds the type then the offset.
-        let mut wire = r#type.into().into_bytes();
+        let mut wire = r#type.into_bytes();
         let type_end = wire.len();
         let offset = offset.map(|o| {
             wire.extend_from_slice(o.as_bytes());
@@ -98,6 +102,7 @@ impl Event {
         Event {
             kind,
             finite: true,
+            assistant,
             r#type: Span::of(&(0..type_end)),
             offset: Span::opt(offset.as_ref()),
             wire: Bytes::from(wire),
@@ -120,6 +125,7 @@ impl Event {
         Event {
             kind: EventKind::Message,
             finite: scan.finite,
+            assistant: scan.r#type.get().is_some_and(|t| &frame[t] == b"assistant"),
             r#type: scan.r#type,
             offset: scan.offset,
             message: scan.message,
@@ -168,14 +174,21 @@ impl Event {
     /// The assistant text in this event (text blocks of an `assistant` message, or a
     /// `text-delta`), if any.
     pub fn text(&self) -> Option<&str> {
-        match (self.kind, self.r#type()) {
-            (EventKind::Message, "assistant") => match self.text_at {
+        if self.assistant {
+            return match self.text_at {
                 Span::NONE => self.text.get_or_init(|| self.assistant_text()).as_deref(),
                 at => self.str_at(at),
-            },
+            };
+        }
+        match (self.kind, self.r#type()) {
             (EventKind::Delta, "text-delta") => self.payload().get("text").and_then(Value::as_str),
             _ => None,
         }
+    }
+
+    /// An `assistant` message.
+    pub(crate) fn is_assistant(&self) -> bool {
+        self.assistant
     }
 
     /// The text as [`Event::text`] gives it, owned (the event forgets a text it had joined).
@@ -814,7 +827,7 @@ impl Run {
     /// The streamed assistant text is summed up as the consumer takes the messages (on its
     /// thread, where each message's text is read anyway), into the inbox's pending text.
     fn account(text: &mut String, e: &mut Event) {
-        if (e.kind, e.r#type()) == (EventKind::Message, "assistant") {
+        if e.assistant {
             // Joined here once, and kept by the event: `text()` then costs nothing.
             e.join_text();
             if let Some(t) = e.text() {

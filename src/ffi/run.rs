@@ -138,9 +138,12 @@ impl cursor_event {
     fn new(mut event: Event) -> cursor_event {
         let text = CText::of(&mut event);
         let t = event.r#type().as_bytes();
-        let r#type = match KNOWN_TYPES.iter().find(|k| k.to_bytes() == t) {
-            Some(k) => Cow::Borrowed(*k),
-            None => Cow::Owned(c_string_of(event.r#type())),
+        let r#type = match event.is_assistant() {
+            true => Cow::Borrowed(c"assistant"),
+            false => match KNOWN_TYPES.iter().find(|k| k.to_bytes() == t) {
+                Some(k) => Cow::Borrowed(*k),
+                None => Cow::Owned(c_string_of(event.r#type())),
+            },
         };
         cursor_event {
             event,
