@@ -879,6 +879,26 @@ pub(crate) mod tests {
         out
     }
 
+    /// A `Value` holding a string.
+    fn sv(s: &str) -> Vec<u8> {
+        ld(3, s.as_bytes())
+    }
+
+    /// A Struct entry: key, then `Value` bytes.
+    fn entry(k: &str, v: &[u8]) -> Vec<u8> {
+        ld(1, &[ld(1, k.as_bytes()), ld(2, v)].concat())
+    }
+
+    /// A content block `{"type": ty, "text": text}` as a `Value`.
+    fn block(ty: &str, text: &str) -> Vec<u8> {
+        ld(5, &[entry("type", &sv(ty)), entry("text", &sv(text))].concat())
+    }
+
+    /// A `Value` holding a list of `Value`s.
+    fn list(items: &[Vec<u8>]) -> Vec<u8> {
+        ld(6, &items.iter().map(|b| ld(1, b)).collect::<Vec<_>>().concat())
+    }
+
     #[test]
     fn repeated_message_fields_take_the_generated_decoder() {
         let strukt = |k: &[u8], v: &[u8]| ld(1, &[ld(1, k), ld(2, &ld(3, v))].concat());
@@ -1124,10 +1144,6 @@ pub(crate) mod tests {
     /// encoding to it.
     #[test]
     fn canonical_text_blocks_equal_the_general_walk() {
-        let sv = |s: &str| ld(3, s.as_bytes());
-        let entry = |k: &str, v: &[u8]| ld(1, &[ld(1, k.as_bytes()), ld(2, v)].concat());
-        let block = |ty: &str, text: &str| ld(5, &[entry("type", &sv(ty)), entry("text", &sv(text))].concat());
-        let list = |items: &[Vec<u8>]| ld(6, &items.iter().map(|b| ld(1, b)).collect::<Vec<_>>().concat());
         let message = |entries: &[Vec<u8>]| ld(5, &entries.concat());
         let general = |inner: &[u8]| {
             let (mut n, mut last) = (0, None);
@@ -1178,10 +1194,6 @@ pub(crate) mod tests {
     /// give, and leaves every case it does not take to them.
     #[test]
     fn canonical_payload_equals_the_general_check_and_walk() {
-        let sv = |s: &str| ld(3, s.as_bytes());
-        let entry = |k: &str, v: &[u8]| ld(1, &[ld(1, k.as_bytes()), ld(2, v)].concat());
-        let block = |ty: &str, text: &str| ld(5, &[entry("type", &sv(ty)), entry("text", &sv(text))].concat());
-        let list = |items: &[Vec<u8>]| ld(6, &items.iter().map(|b| ld(1, b)).collect::<Vec<_>>().concat());
         let number = |f: f64| [vec![0x11], f.to_le_bytes().to_vec()].concat();
         let payload = |message: &[u8]| [entry("type", &sv("assistant")), entry("message", message)].concat();
         let taken = [
