@@ -206,8 +206,8 @@ def main():
     n_cg_ping = None if q else 200
     n_cg_stream = 1000 if q else 20000
     reps_start = 2 if q else 15
-    n_stream = 50000 if q else 200000
-    reps_stream = 1 if q else 5
+    n_stream = 200000
+    reps_stream = 3 if q else 5
     n_py_stream = 2000 if q else 200000
     n_tools = 100 if q else 2000
     k_first = 8 if q else 40
