@@ -42,7 +42,7 @@ impl TokenDir {
             dev: meta.dev(),
             ino: meta.ino(),
         };
-        dir.still_ours().then_some(dir)
+        matches!(dir.still_ours(), Some(Holds::Token)).then_some(dir)
     }
 
     pub fn path(&self) -> &Path {
@@ -51,43 +51,54 @@ impl TokenDir {
 
     /// Re-checks (the directory could have changed since the ready line), then unlinks the
     /// token file and removes the directory if that left it empty. Never follows a symlink and
-    /// never removes anything else.
+    /// never removes anything else. The same directory found already empty is removed too: the
+    /// supervisor, which cleans up as well, can be killed between its unlink and its `rmdir`.
     pub fn remove(&self) {
-        if self.still_ours() {
-            let _ = std::fs::remove_file(self.path.join(TOKEN_FILE_NAME));
-            let _ = std::fs::remove_dir(&self.path);
+        match self.still_ours() {
+            Some(Holds::Token) => {
+                let _ = std::fs::remove_file(self.path.join(TOKEN_FILE_NAME));
+                let _ = std::fs::remove_dir(&self.path);
+            }
+            Some(Holds::Nothing) => {
+                let _ = std::fs::remove_dir(&self.path);
+            }
+            None => {}
         }
     }
 
-    /// The same directory as verified, with the shape the bridge gives it.
-    fn still_ours(&self) -> bool {
-        let Ok(meta) = std::fs::symlink_metadata(&self.path) else {
-            return false;
-        };
+    /// The same directory as verified, with the shape the bridge gives it: holding this
+    /// launch's token file and nothing else, or nothing at all.
+    fn still_ours(&self) -> Option<Holds> {
+        let meta = std::fs::symlink_metadata(&self.path).ok()?;
         let shape_ok = meta.file_type().is_dir()
             && (meta.dev(), meta.ino()) == (self.dev, self.ino)
             && owned_by_us(&meta)
             && meta.mode() & 0o7777 == 0o700;
         if !shape_ok {
-            return false;
+            return None;
         }
-        let Ok(entries) = std::fs::read_dir(&self.path) else {
-            return false;
-        };
         let mut only_token = true;
         let mut seen = 0;
-        for e in entries {
+        for e in std::fs::read_dir(&self.path).ok()? {
             seen += 1;
             only_token &= e.is_ok_and(|e| e.file_name() == OsStr::new(TOKEN_FILE_NAME));
         }
-        if !(only_token && seen == 1) {
-            return false;
+        match (only_token, seen) {
+            (_, 0) => return Some(Holds::Nothing),
+            (true, 1) => {}
+            _ => return None,
         }
         let file = self.path.join(TOKEN_FILE_NAME);
         let file_ok = std::fs::symlink_metadata(&file)
             .is_ok_and(|m| m.file_type().is_file() && owned_by_us(&m) && m.len() < 4096);
-        file_ok && std::fs::read_to_string(&file).is_ok_and(|t| t.trim() == self.token)
+        (file_ok && std::fs::read_to_string(&file).is_ok_and(|t| t.trim() == self.token)).then_some(Holds::Token)
     }
+}
+
+/// What a verified token directory holds at stop.
+enum Holds {
+    Token,
+    Nothing,
 }
 
 fn owned_by_us(meta: &std::fs::Metadata) -> bool {
@@ -154,6 +165,26 @@ mod tests {
         let v = TokenDir::verify(&dir.join(TOKEN_FILE_NAME), TOKEN, start).expect("verified");
         v.remove();
         assert!(!dir.exists());
+    }
+
+    /// Found by the fault matrix: the supervisor unlinked the token and was killed before its
+    /// `rmdir`, which left an empty directory behind.
+    #[test]
+    fn the_same_directory_left_empty_is_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let start = SystemTime::now();
+        let dir = bridge_like(t.path(), "cursor-sdk-bridge-bbbbbb");
+        let v = TokenDir::verify(&dir.join(TOKEN_FILE_NAME), TOKEN, start).expect("verified");
+        std::fs::remove_file(dir.join(TOKEN_FILE_NAME)).unwrap();
+        v.remove();
+        assert!(!dir.exists());
+        // Empty but opened to others since: not the shape the bridge gives it, left alone.
+        let open = bridge_like(t.path(), "cursor-sdk-bridge-cccccc");
+        let w = TokenDir::verify(&open.join(TOKEN_FILE_NAME), TOKEN, start).expect("verified");
+        std::fs::remove_file(open.join(TOKEN_FILE_NAME)).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        w.remove();
+        assert!(open.exists());
     }
 
     #[test]
