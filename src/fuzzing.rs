@@ -5,7 +5,8 @@
 use serde_json::Value;
 
 use crate::proto::{self, run_stream_message::Envelope};
-use crate::struct_json::{self, TextAt};
+use crate::struct_json;
+use prost::bytes::Bytes;
 
 /// One `sdk_message` frame as the stream reader hands it to a consumer.
 #[derive(Debug, PartialEq)]
@@ -17,36 +18,20 @@ pub struct SdkFrame {
     pub text: Option<String>,
 }
 
-/// The reader's fast path: `scan`, then the payload and text from the wire bytes. `None`: not
-/// an `sdk_message` frame the fast path takes (the generated decoder does); `Some(Err)`: refused.
+/// The reader's fast path: `scan`, then the event the consumer makes of it (type, offset and
+/// text off the wire bytes, the payload decoded from them). `None`: not an `sdk_message` frame
+/// the fast path takes (the generated decoder does); `Some(Err)`: refused.
 pub fn sdk_frame_fast(frame: &[u8]) -> Option<Result<SdkFrame, &'static str>> {
     let scan = match struct_json::scan(frame)? {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
-    let str_at = |r: std::ops::Range<usize>| struct_json::checked_str(&frame[r]).to_string();
-    let r#type = scan.r#type.get().map(str_at).unwrap_or_default();
-    let finite = scan.finite && scan.message.get().is_some();
-    // As `Event::from_scan` then `Event::text` (wire path): the scan's range, else the blocks.
-    let text = match (&scan.text, scan.inner.get()) {
-        _ if r#type != "assistant" => None,
-        (TextAt::One(r), _) => r.get().map(str_at),
-        (TextAt::Empty, _) => None,
-        (TextAt::Unknown, Some(inner)) if finite => {
-            let mut t = String::new();
-            struct_json::append_assistant_text(&frame[inner], &mut t);
-            Some(t)
-        }
-        (TextAt::Unknown, _) => None,
-    };
+    let event = crate::run::Event::from_scan(Bytes::copy_from_slice(frame), &scan);
     Some(Ok(SdkFrame {
-        payload: match scan.message.get() {
-            Some(m) if finite => struct_json::payload(&frame[m]),
-            _ => Value::Null,
-        },
-        offset: scan.offset.get().map(str_at),
-        text: text.filter(|t| !t.is_empty()),
-        r#type,
+        r#type: event.r#type().to_string(),
+        offset: event.offset().map(str::to_string),
+        text: event.text().map(str::to_string),
+        payload: event.into_payload(),
     }))
 }
 

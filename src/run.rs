@@ -116,7 +116,7 @@ impl Event {
 
     /// A message event from a checked `sdk_message` frame (`frame`: the frame's bytes, which
     /// the event shares); its payload is decoded on demand.
-    fn from_scan(frame: Bytes, scan: &SdkScan) -> Event {
+    pub(crate) fn from_scan(frame: Bytes, scan: &SdkScan) -> Event {
         let (text_at, text) = match scan.text {
             TextAt::One(at) if at.get().is_some_and(|r| !r.is_empty()) => (at, OnceLock::new()),
             TextAt::One(_) | TextAt::Empty => (Span::NONE, OnceLock::from(None)),
@@ -197,13 +197,6 @@ impl Event {
             return Some(t);
         }
         self.text().map(str::to_string)
-    }
-
-    /// Joins an assistant message's text blocks once (the run sums the text up as it is taken).
-    fn join_text(&mut self) {
-        if self.text_at == Span::NONE && self.text.get().is_none() {
-            self.text = OnceLock::from(self.assistant_text());
-        }
     }
 
     fn assistant_text(&self) -> Option<String> {
@@ -368,8 +361,8 @@ struct Inbox {
     rx: Option<Receiver<Batch>>,
     data: Bytes,
     items: std::vec::IntoIter<Item>,
-    /// Assistant text taken from this batch and not yet in the summary: it goes there once
-    /// the batch is taken, one lock per batch rather than per event.
+    /// Assistant text taken from this batch and not yet in the summary: it goes there when the
+    /// batch's last event (or its failure) is taken, one lock per batch rather than per event.
     text: String,
 }
 
@@ -795,13 +788,10 @@ impl Run {
                     inbox.rx = None; // a failure is always the last item: End from now on
                     return Err(*e);
                 }
-                None => {
-                    inbox.flush_text(&self.shared);
-                    None
-                }
+                None => None,
             };
-            if let Some(mut e) = event {
-                Self::account(&mut inbox.text, &mut e);
+            if let Some(e) = event {
+                Self::account(&mut inbox.text, &e);
                 if inbox.items.len() == 0 {
                     inbox.flush_text(&self.shared);
                 }
@@ -826,13 +816,10 @@ impl Run {
 
     /// The streamed assistant text is summed up as the consumer takes the messages (on its
     /// thread, where each message's text is read anyway), into the inbox's pending text.
-    fn account(text: &mut String, e: &mut Event) {
-        if e.assistant {
-            // Joined here once, and kept by the event: `text()` then costs nothing.
-            e.join_text();
-            if let Some(t) = e.text() {
-                text.push_str(t);
-            }
+    fn account(text: &mut String, e: &Event) {
+        // `text()` joins a text of several blocks once and keeps it: later calls cost nothing.
+        if let (true, Some(t)) = (e.assistant, e.text()) {
+            text.push_str(t);
         }
     }
 

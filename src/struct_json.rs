@@ -136,14 +136,14 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
                 let (blocks, one) = match counted {
                     // Counted for this type (a type field after the payload would change it).
                     Some((t, blocks)) if t == ty => blocks,
-                    _ => canonical_text_blocks(inner).unwrap_or_else(|| {
+                    _ => {
                         let (mut blocks, mut one) = (0, None);
                         text_blocks(inner, |t| {
                             blocks += 1;
                             one = Some(t);
                         });
                         (blocks, one)
-                    }),
+                    }
                 };
                 match (blocks, one.map(at)) {
                     (0, _) => TextAt::Empty,
@@ -203,41 +203,6 @@ fn text_blocks<'a>(inner: &'a [u8], mut f: impl FnMut(&'a [u8])) {
             f(t);
         }
     }
-}
-
-/// What [`text_blocks`] finds (how many text blocks, the last one's string) when everything on
-/// the way is encoded as encoders write it: each `Value` its one kind, each entry a key then a
-/// value, each list item field 1. Read straight off the bytes, about a tenth of the general
-/// walk's cost; `None` for any other encoding, which the general walk then reads.
-fn canonical_text_blocks(inner: &[u8]) -> Option<(usize, Option<&[u8]>)> {
-    let mut message = one_kind(inner, 5)?;
-    let mut content = None;
-    while !message.is_empty() {
-        let (name, value) = next_entry(&mut message)?;
-        if name == b"content" {
-            content = Some(value); // the last one wins, as in a map
-        }
-    }
-    let Some(content) = content else {
-        return Some((0, None));
-    };
-    let (mut list, mut blocks, mut last) = (one_kind(content, 6)?, 0, None);
-    while !list.is_empty() {
-        let mut block = one_kind(next_item(&mut list)?, 5)?;
-        let (mut is_text, mut text) = (false, None);
-        while !block.is_empty() {
-            match next_entry(&mut block)? {
-                (b"type", v) => is_text = one_kind(v, 3)? == b"text",
-                (b"text", v) => text = Some(one_kind(v, 3)?),
-                _ => {}
-            }
-        }
-        if let Some(t) = text.filter(|_| is_text) {
-            blocks += 1;
-            last = Some(t);
-        }
-    }
-    Some((blocks, last))
 }
 
 /// A `Value` that is exactly its one length-delimited field `kind` (3, 5 or 6): its body.
@@ -385,8 +350,8 @@ fn as_kind(mut value: &[u8], kind: u32) -> Option<&[u8]> {
 type Blocks<'a> = (usize, Option<&'a [u8]>);
 
 /// [`canonical_struct`] for the `sdk_message` payload (depth 0), giving the value of its
-/// `message` key and, for an assistant message, its text blocks as [`canonical_text_blocks`]
-/// counts them, found in the same walk (a second walk cost as much as the check).
+/// `message` key and, for an assistant message, its text blocks as [`text_blocks`] finds them,
+/// counted in the same walk (a second walk cost as much as the check).
 fn canonical_payload(mut buf: &[u8], assistant: bool) -> Option<(Option<&[u8]>, Option<Blocks<'_>>)> {
     let (mut found, mut blocks) = (None, None);
     while !buf.is_empty() {
@@ -806,10 +771,10 @@ fn utf8_short(b: &[u8]) -> bool {
     ascii || std::str::from_utf8(b).is_ok()
 }
 
-/// Checks a string without making one (most are ASCII: a word-at-a-time test).
+/// [`utf8_short`] as the general check's `Result`.
 #[inline]
 fn utf8_ok(bytes: &[u8]) -> Result<(), Bad> {
-    if bytes.is_ascii() || std::str::from_utf8(bytes).is_ok() {
+    if utf8_short(bytes) {
         Ok(())
     } else {
         Err("a string is not UTF-8")
@@ -1140,56 +1105,6 @@ pub(crate) mod tests {
         assert_eq!(scan(&frame).unwrap().unwrap_err(), "a string is not UTF-8");
     }
 
-    /// The canonical fast path finds what the general walk finds, and leaves every other
-    /// encoding to it.
-    #[test]
-    fn canonical_text_blocks_equal_the_general_walk() {
-        let message = |entries: &[Vec<u8>]| ld(5, &entries.concat());
-        let general = |inner: &[u8]| {
-            let (mut n, mut last) = (0, None);
-            text_blocks(inner, |t| {
-                n += 1;
-                last = Some(t.to_vec());
-            });
-            (n, last)
-        };
-        let canonical = [
-            message(&[
-                entry("role", &sv("assistant")),
-                entry("content", &list(&[block("text", "hi")])),
-            ]),
-            message(&[entry(
-                "content",
-                &list(&[block("text", "a"), block("tool_use", "x"), block("text", "b")]),
-            )]),
-            message(&[
-                entry("content", &list(&[block("text", "old")])),
-                entry("content", &list(&[block("text", "new")])),
-            ]),
-            message(&[entry("content", &list(&[]))]),
-            message(&[entry("role", &sv("assistant"))]),
-            message(&[entry("content", &list(&[ld(5, &entry("text", &sv("no type")))]))]),
-        ];
-        for inner in &canonical {
-            let (n, last) = canonical_text_blocks(inner).expect("canonical encoding takes the fast path");
-            assert_eq!((n, last.map(<[u8]>::to_vec)), general(inner));
-        }
-        // Anything else is left to the general walk: a string item, a text that is not a
-        // string, a message that is not a Struct, an entry with a stray field.
-        let others = [
-            message(&[entry("content", &list(&[sv("plain")]))]),
-            message(&[entry("content", &list(&[ld(5, &entry("text", &ld(5, b"")))]))]),
-            sv("not an object"),
-            message(&[ld(
-                1,
-                &[ld(1, b"content"), ld(2, &list(&[block("text", "x")])), vec![0x18, 1]].concat(),
-            )]),
-        ];
-        for inner in &others {
-            assert_eq!(canonical_text_blocks(inner), None);
-        }
-    }
-
     /// The one-walk check of an assistant payload gives what the general check and text walk
     /// give, and leaves every case it does not take to them.
     #[test]
@@ -1227,6 +1142,21 @@ pub(crate) mod tests {
                 entry("k", &[0x08, 0]),
             ]
             .concat(),
+            payload(&ld(
+                5,
+                &[
+                    entry("role", &sv("assistant")),
+                    entry("content", &list(&[block("text", "old")])),
+                    entry("content", &list(&[block("text", "new")])),
+                ]
+                .concat(),
+            )),
+            payload(&ld(5, &entry("content", &list(&[])))),
+            payload(&ld(5, &entry("role", &sv("assistant")))),
+            payload(&ld(
+                5,
+                &entry("content", &list(&[ld(5, &entry("text", &sv("no type")))])),
+            )),
             // Lengths of two bytes and more: a long text, a long key, a long string elsewhere.
             payload(&ld(5, &entry("content", &list(&[block("text", &"é".repeat(300))])))),
             [payload(&ld(5, &[])), entry(&"k".repeat(200), &sv(&"v".repeat(1000)))].concat(),

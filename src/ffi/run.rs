@@ -88,22 +88,17 @@ enum CText {
 
 impl CText {
     fn of(event: &mut Event) -> CText {
-        let inline = event.text().map(|t| {
-            let t = t.as_bytes();
+        let Some(t) = event.text().map(str::as_bytes) else {
+            return CText::None;
+        };
+        // A fold, not `contains`: no call for a string this short.
+        if t.len() <= INLINE_TEXT && !t.iter().fold(false, |nul, b| nul | (*b == 0)) {
             let mut bytes = [0; INLINE_TEXT + 1];
-            // A fold, not `contains`: no call for a string this short.
-            let fits = t.len() <= INLINE_TEXT && !t.iter().fold(false, |nul, b| nul | (*b == 0));
-            if fits {
-                bytes[..t.len()].copy_from_slice(t);
-            }
-            (fits, t.len() as u8, bytes)
-        });
-        match inline {
-            None => CText::None,
-            Some((true, len, bytes)) => CText::Inline(len, bytes),
-            // The run has joined a long text already (it sums it up): the C string takes it.
-            Some((false, ..)) => event.take_text().map_or(CText::None, |t| CText::Heap(c_string(t))),
+            bytes[..t.len()].copy_from_slice(t);
+            return CText::Inline(t.len() as u8, bytes);
         }
+        // A text the run joined from several blocks: the C string takes it over.
+        event.take_text().map_or(CText::None, |t| CText::Heap(c_string(t)))
     }
 
     fn get(&self) -> Option<&CStr> {
@@ -137,12 +132,12 @@ const KNOWN_TYPES: [&CStr; 12] = [
 impl cursor_event {
     fn new(mut event: Event) -> cursor_event {
         let text = CText::of(&mut event);
-        let t = event.r#type().as_bytes();
+        let t = event.r#type();
         let r#type = match event.is_assistant() {
             true => Cow::Borrowed(c"assistant"),
-            false => match KNOWN_TYPES.iter().find(|k| k.to_bytes() == t) {
+            false => match KNOWN_TYPES.iter().find(|k| k.to_bytes() == t.as_bytes()) {
                 Some(k) => Cow::Borrowed(*k),
-                None => Cow::Owned(c_string_of(event.r#type())),
+                None => Cow::Owned(c_string_of(t)),
             },
         };
         cursor_event {
