@@ -22,7 +22,11 @@ pub struct SdkFrame {
 /// text off the wire bytes, the payload decoded from them). `None`: not an `sdk_message` frame
 /// the fast path takes (the generated decoder does); `Some(Err)`: refused.
 pub fn sdk_frame_fast(frame: &[u8]) -> Option<Result<SdkFrame, &'static str>> {
-    let scan = match struct_json::scan(frame)? {
+    let mut seen = struct_json::Seen::default();
+    let scanned = struct_json::scan(frame, &mut seen);
+    // The same frame again, its lead now seen: the same result.
+    assert_eq!(struct_json::scan(frame, &mut seen), scanned, "once seen");
+    let scan = match scanned? {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };

@@ -660,6 +660,7 @@ impl Run {
             done: false,
             replay: Replay::default(),
             messages_delivered: 0,
+            seen: Default::default(),
         };
         // Only the first frame is handled before `send` returns (the rest of what the read
         // brought goes to the reader thread), so status listeners set then miss nothing.
@@ -1036,6 +1037,8 @@ struct Reader {
     replay: Replay,
     /// The `sdk_message`s handed over so far (what a replay skips).
     messages_delivered: u64,
+    /// What the last frame's check spares the next one's.
+    seen: struct_json::Seen,
 }
 
 impl Reader {
@@ -1107,7 +1110,7 @@ impl Reader {
         let mut flow = Ok(if batch.end { Flow::Ended } else { Flow::More });
         for range in &batch.frames {
             let frame = &batch.data[range.clone()];
-            let handled = match struct_json::scan(frame) {
+            let handled = match struct_json::scan(frame, &mut self.seen) {
                 Some(Ok(scan)) => Ok(self.handle_sdk(&batch.data, range, scan)),
                 Some(Err(e)) => Err(undecodable(e)),
                 None => <proto::RunStreamMessage as prost::Message>::decode(frame)
@@ -1602,7 +1605,8 @@ mod tests {
     /// A frame's event two ways: text read off the wire (payload never built), and text read
     /// from the JSON payload; plus the payload itself against the generated decoder.
     fn both_ways(frame: &[u8]) -> (Option<String>, Option<String>) {
-        let scan = struct_json::scan(frame).expect("an sdk_message").expect("valid");
+        let scan = struct_json::scan(frame, &mut Default::default());
+        let scan = scan.expect("an sdk_message").expect("valid");
         let bytes = Bytes::copy_from_slice(frame);
         let lazy = Event::from_scan(bytes.clone(), &scan);
         let wire = lazy.text().map(str::to_string);

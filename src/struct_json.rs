@@ -72,15 +72,30 @@ pub(crate) enum TextAt {
     One(Span),
 }
 
+/// The payload entries the last checked `sdk_message` began with, before its `message` key.
+/// A stream's events repeat them (`type`, `agent_id`, `run_id`), and bytes that passed the
+/// check pass it again: a payload that begins with them is checked from after them. Whole
+/// entries are self-delimiting, so a payload that begins with these bytes begins with these
+/// entries.
+#[derive(Debug, Default)]
+pub(crate) struct Seen(Vec<u8>);
+
+impl Seen {
+    /// Longer leads are not kept (a copy per event would cost more than it saves).
+    const MAX: usize = 512;
+}
+
 /// `Some` when `frame` is an `sdk_message` envelope (fields 1 and 4 only), checked whole;
-/// `None` for any other envelope (the caller uses the generated decoder).
-pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
-    let mut buf = frame;
-    let mut message = None;
-    let mut offset = None;
+/// `None` for any other envelope (the caller uses the generated decoder). `seen` carries what
+/// one frame's check can spare the next one's (the same result either way).
+pub(crate) fn scan(frame: &[u8], seen: &mut Seen) -> Option<Result<SdkScan, Bad>> {
     let at = |part: &[u8]| {
         let start = part.as_ptr() as usize - frame.as_ptr() as usize;
         start..start + part.len()
+    };
+    let (mut buf, mut message, mut offset) = match canonical_envelope(frame) {
+        Some((m, o)) => (&frame[frame.len()..], Some(m), o.map(at)),
+        None => (frame, None, None),
     };
     while !buf.is_empty() {
         let step = key(&mut buf).and_then(|(tag, wire)| match (tag, wire) {
@@ -104,6 +119,10 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
         let (mut ty, mut body, mut finite, mut inner) = (start..start, None, true, None);
         // The text blocks the canonical walk counted, and the type it counted them for.
         let mut counted: Option<(Range<usize>, Blocks)> = None;
+        // The type as encoders write it, first: the loop starts at the payload.
+        if let Some((t, rest)) = canonical_type(buf) {
+            (ty, buf) = (at(t), rest);
+        }
         while !buf.is_empty() {
             let (tag, wire) = key(&mut buf)?;
             match (tag, wire) {
@@ -117,8 +136,23 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
                     if body.is_some() {
                         return Ok(None);
                     }
-                    let found = match canonical_payload(m, &frame[ty.clone()] == b"assistant") {
-                        Some((found, blocks)) => {
+                    let assistant = &frame[ty.clone()] == b"assistant";
+                    let skip = match m.starts_with(&seen.0) {
+                        true => seen.0.len(),
+                        false => 0,
+                    };
+                    let rest = &m[skip..];
+                    // An ASCII payload (most are) holds only one-byte lengths and UTF-8 strings.
+                    let walked = match ascii(rest) {
+                        true => canonical_payload::<true>(rest, assistant),
+                        false => canonical_payload::<false>(rest, assistant),
+                    };
+                    let found = match walked {
+                        Some((found, blocks, lead)) => {
+                            if lead > 0 && skip + lead <= Seen::MAX {
+                                seen.0.clear();
+                                seen.0.extend_from_slice(&m[..skip + lead]);
+                            }
                             counted = blocks.map(|b| (ty.clone(), b));
                             (true, found)
                         }
@@ -164,6 +198,27 @@ pub(crate) fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
         }))
     })()
     .map_or_else(|e| (e != FALLBACK).then_some(Err(e)), |s| s.map(Ok))
+}
+
+/// An envelope as encoders write it: the `sdk_message` (field 1), then perhaps its offset
+/// (field 4, UTF-8), and nothing else; `None` for anything else, which the general loop reads.
+fn canonical_envelope(frame: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
+    let mut rest = frame.strip_prefix(&[0x0a])?;
+    let message = take(&mut rest).ok()?;
+    if rest.is_empty() {
+        return Some((message, None));
+    }
+    let mut rest = rest.strip_prefix(&[0x22])?;
+    let offset = take(&mut rest).ok()?;
+    (rest.is_empty() && utf8_short(offset)).then_some((message, Some(offset)))
+}
+
+/// An `sdk_message` that starts with its type (field 1, UTF-8) followed by the payload field:
+/// the type and the rest from the payload field on.
+fn canonical_type(message: &[u8]) -> Option<(&[u8], &[u8])> {
+    let mut rest = message.strip_prefix(&[0x0a])?;
+    let ty = take(&mut rest).ok()?;
+    (rest.first() == Some(&0x12) && utf8_short(ty)).then_some((ty, rest))
 }
 
 /// The JSON of a Struct that [`scan`] checked (`Null` if it holds a non-finite number).
@@ -283,11 +338,11 @@ fn fields(strukt: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
 /// and nothing else). Entries whose three lengths are one byte each, nearly all of them, are
 /// read with one bounds check and their lengths checked against each other.
 #[inline(always)]
-fn next_entry<'a>(buf: &mut &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
+fn next_entry<'a, const A: bool>(buf: &mut &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
     let b: &'a [u8] = buf;
     if let [0x0a, n, 0x0a, k, ..] = *b {
         let (n, k) = (usize::from(n), usize::from(k));
-        if n < 0x80 && k < 0x80 && 4 + k <= n {
+        if (A || n < 0x80 && k < 0x80) && 4 + k <= n {
             if let Some(entry) = b.get(2..2 + n) {
                 // entry: 0x0a, k, key, 0x12, v, value; one-byte lengths add up to n.
                 if entry[2 + k] == 0x12 && usize::from(entry[3 + k]) == n - 4 - k {
@@ -349,43 +404,50 @@ fn as_kind(mut value: &[u8], kind: u32) -> Option<&[u8]> {
 /// How many text blocks an assistant message has, and the last one's string.
 type Blocks<'a> = (usize, Option<&'a [u8]>);
 
+/// The payload's `message` value, an assistant message's text blocks, and how many bytes the
+/// entries before the first `message` key take (see [`Seen`]).
+type Payload<'a> = (Option<&'a [u8]>, Option<Blocks<'a>>, usize);
+
 /// [`canonical_struct`] for the `sdk_message` payload (depth 0), giving the value of its
 /// `message` key and, for an assistant message, its text blocks as [`text_blocks`] finds them,
 /// counted in the same walk (a second walk cost as much as the check).
-fn canonical_payload(mut buf: &[u8], assistant: bool) -> Option<(Option<&[u8]>, Option<Blocks<'_>>)> {
-    let (mut found, mut blocks) = (None, None);
+fn canonical_payload<const A: bool>(mut buf: &[u8], assistant: bool) -> Option<Payload<'_>> {
+    let (mut found, mut blocks, total) = (None, None, buf.len());
+    let mut lead = None;
     while !buf.is_empty() {
-        let (name, value) = next_entry(&mut buf)?;
-        if !utf8_short(name) {
+        let before = buf.len();
+        let (name, value) = next_entry::<A>(&mut buf)?;
+        if !text_ok::<A>(name) {
             return None;
         }
         if name == b"message" {
+            lead.get_or_insert(total - before);
             found = Some(value);
             blocks = match assistant {
-                true => Some(canonical_assistant(value)?),
-                false => canonical_value(value, 1).then_some(None)?,
+                true => Some(canonical_assistant::<A>(value)?),
+                false => canonical_value::<A>(value, 1).then_some(None)?,
             };
-        } else if !canonical_value(value, 1) {
+        } else if !canonical_value::<A>(value, 1) {
             return None;
         }
     }
-    Some((found, blocks))
+    Some((found, blocks, lead.unwrap_or(total)))
 }
 
 /// The payload's `message` value (depth 1) of an assistant message, checked as
 /// [`canonical_value`] does, and its text blocks; `None` also when it is not a Struct.
-fn canonical_assistant(value: &[u8]) -> Option<Blocks<'_>> {
+fn canonical_assistant<const A: bool>(value: &[u8]) -> Option<Blocks<'_>> {
     let mut message = one_kind(value, 5)?;
     let mut blocks = (0, None);
     while !message.is_empty() {
-        let (name, value) = next_entry(&mut message)?;
-        if !utf8_short(name) {
+        let (name, value) = next_entry::<A>(&mut message)?;
+        if !text_ok::<A>(name) {
             return None;
         }
         if name == b"content" {
             // The last one wins, as in a map.
-            blocks = canonical_content(value)?;
-        } else if !canonical_value(value, 2) {
+            blocks = canonical_content::<A>(value)?;
+        } else if !canonical_value::<A>(value, 2) {
             return None;
         }
     }
@@ -393,21 +455,21 @@ fn canonical_assistant(value: &[u8]) -> Option<Blocks<'_>> {
 }
 
 /// The message's `content` value (depth 2): a list of blocks, or any other value (no text).
-fn canonical_content(value: &[u8]) -> Option<Blocks<'_>> {
+fn canonical_content<const A: bool>(value: &[u8]) -> Option<Blocks<'_>> {
     let Some(mut list) = one_kind(value, 6) else {
-        return canonical_value(value, 2).then_some((0, None));
+        return canonical_value::<A>(value, 2).then_some((0, None));
     };
     let mut blocks = (0, None);
     while !list.is_empty() {
         let item = next_item(&mut list)?;
         let Some(mut block) = one_kind(item, 5) else {
-            canonical_value(item, 3).then_some(())?;
+            canonical_value::<A>(item, 3).then_some(())?;
             continue;
         };
         let (mut is_text, mut text) = (false, None);
         while !block.is_empty() {
-            let (name, value) = next_entry(&mut block)?;
-            if !utf8_short(name) || !canonical_value(value, 4) {
+            let (name, value) = next_entry::<A>(&mut block)?;
+            if !text_ok::<A>(name) || !canonical_value::<A>(value, 4) {
                 return None;
             }
             match name {
@@ -428,15 +490,15 @@ fn canonical_content(value: &[u8]) -> Option<Blocks<'_>> {
 /// one tight walk, a fraction of the general check's cost. `true`: valid and finite; `false`
 /// for anything else, malformed or not, which the general check then decides. It accepts only
 /// what the general check accepts.
-fn canonical_struct(mut buf: &[u8], depth: u32) -> bool {
+fn canonical_struct<const A: bool>(mut buf: &[u8], depth: u32) -> bool {
     if depth > MAX_DEPTH {
         return false;
     }
     while !buf.is_empty() {
-        let Some((name, value)) = next_entry(&mut buf) else {
+        let Some((name, value)) = next_entry::<A>(&mut buf) else {
             return false;
         };
-        if !utf8_short(name) || !canonical_value(value, depth + 1) {
+        if !text_ok::<A>(name) || !canonical_value::<A>(value, depth + 1) {
             return false;
         }
     }
@@ -446,16 +508,16 @@ fn canonical_struct(mut buf: &[u8], depth: u32) -> bool {
 /// A `Value` for [`canonical_struct`]: exactly one kind, a finite number. Short strings, the
 /// most common values, are checked inline; anything else takes a call.
 #[inline(always)]
-fn canonical_value(value: &[u8], depth: u32) -> bool {
+fn canonical_value<const A: bool>(value: &[u8], depth: u32) -> bool {
     match *value {
         // A string with a one-byte length, which must then be the rest of the value.
-        [0x1a, n, ref s @ ..] if n < 0x80 => usize::from(n) == s.len() && utf8_short(s),
-        _ => canonical_other(value, depth),
+        [0x1a, n, ref s @ ..] if n < 0x80 => usize::from(n) == s.len() && text_ok::<A>(s),
+        _ => canonical_other::<A>(value, depth),
     }
 }
 
 #[inline(never)]
-fn canonical_other(value: &[u8], depth: u32) -> bool {
+fn canonical_other<const A: bool>(value: &[u8], depth: u32) -> bool {
     let Some((&head, mut rest)) = value.split_first() else {
         return false;
     };
@@ -465,9 +527,9 @@ fn canonical_other(value: &[u8], depth: u32) -> bool {
             let Ok(body) = take(&mut rest) else { return false };
             rest.is_empty()
                 && match head {
-                    0x1a => utf8_short(body),
-                    0x2a => canonical_struct(body, depth),
-                    _ => canonical_list(body, depth),
+                    0x1a => text_ok::<A>(body),
+                    0x2a => canonical_struct::<A>(body, depth),
+                    _ => canonical_list::<A>(body, depth),
                 }
         }
         // Null or a bool: a one-byte varint.
@@ -480,13 +542,13 @@ fn canonical_other(value: &[u8], depth: u32) -> bool {
     }
 }
 
-fn canonical_list(mut buf: &[u8], depth: u32) -> bool {
+fn canonical_list<const A: bool>(mut buf: &[u8], depth: u32) -> bool {
     if depth > MAX_DEPTH {
         return false;
     }
     while !buf.is_empty() {
         match next_item(&mut buf) {
-            Some(item) if canonical_value(item, depth + 1) => {}
+            Some(item) if canonical_value::<A>(item, depth + 1) => {}
             _ => return false,
         }
     }
@@ -748,27 +810,42 @@ fn take<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], Bad> {
     Ok(field)
 }
 
-/// Whether a key or string value is UTF-8. Most are short and ASCII, tested a word at a time
-/// inline (the first and last words overlap for lengths that are not a multiple of 8):
-/// `is_ascii`'s out-of-line call and alignment handling cost more than the test here.
+/// A walk's string check: none where the walk's bytes are known to be ASCII (`A`).
+#[inline(always)]
+fn text_ok<const A: bool>(s: &[u8]) -> bool {
+    A || utf8_short(s)
+}
+
+/// Whether a key or string value is UTF-8. Most are short and ASCII (see [`ascii`]).
 #[inline(always)]
 fn utf8_short(b: &[u8]) -> bool {
+    ascii(b) || std::str::from_utf8(b).is_ok()
+}
+
+/// Whether `b` is ASCII, tested two words at a time inline (the last word overlaps the others
+/// for lengths that are not a multiple of 8): `is_ascii`'s out-of-line call and alignment
+/// handling cost more than the test here, for keys and values and for whole payloads alike.
+#[inline(always)]
+fn ascii(b: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
     let n = b.len();
     let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
-    let ascii = if n >= 8 {
+    if n >= 8 {
         let (mut acc, mut i) = (word(n - 8), 0);
-        while i + 8 <= n {
-            acc |= word(i);
-            i += 8;
+        while i + 16 <= n {
+            acc |= word(i) | word(i + 8);
+            i += 16;
         }
-        acc & 0x8080_8080_8080_8080 == 0
+        if i + 8 <= n {
+            acc |= word(i);
+        }
+        acc & HIGH == 0
     } else if n >= 4 {
         let half = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
-        (half(0) | half(n - 4)) & 0x8080_8080 == 0
+        (half(0) | half(n - 4)) & HIGH as u32 == 0
     } else {
         b.iter().all(|c| *c < 0x80)
-    };
-    ascii || std::str::from_utf8(b).is_ok()
+    }
 }
 
 /// [`utf8_short`] as the general check's `Result`.
@@ -817,6 +894,15 @@ pub(crate) mod tests {
         .encode_to_vec()
     }
 
+    /// [`super::scan`] with nothing seen, held equal to a second scan of the same frame that
+    /// has seen it (its lead skipped): every test of the scan tests both.
+    fn scan(frame: &[u8]) -> Option<Result<SdkScan, Bad>> {
+        let mut seen = Seen::default();
+        let first = super::scan(frame, &mut seen);
+        assert_eq!(super::scan(frame, &mut seen), first, "seen: {seen:?}");
+        first
+    }
+
     struct Decoded {
         r#type: String,
         payload: Value,
@@ -857,6 +943,11 @@ pub(crate) mod tests {
     /// A content block `{"type": ty, "text": text}` as a `Value`.
     fn block(ty: &str, text: &str) -> Vec<u8> {
         ld(5, &[entry("type", &sv(ty)), entry("text", &sv(text))].concat())
+    }
+
+    /// A `Value` holding a number.
+    fn number(f: f64) -> Vec<u8> {
+        [vec![0x11], f.to_le_bytes().to_vec()].concat()
     }
 
     /// A `Value` holding a list of `Value`s.
@@ -1109,7 +1200,6 @@ pub(crate) mod tests {
     /// give, and leaves every case it does not take to them.
     #[test]
     fn canonical_payload_equals_the_general_check_and_walk() {
-        let number = |f: f64| [vec![0x11], f.to_le_bytes().to_vec()].concat();
         let payload = |message: &[u8]| [entry("type", &sv("assistant")), entry("message", message)].concat();
         let taken = [
             payload(&ld(
@@ -1187,16 +1277,74 @@ pub(crate) mod tests {
             (finite, inner, (n, last))
         }
         for (i, m) in taken.iter().enumerate() {
-            let (inner, blocks) = canonical_payload(m, true).expect("the canonical walk takes it");
+            let walked = canonical_payload::<false>(m, true).expect("the canonical walk takes it");
+            let (inner, blocks, lead) = walked;
             let (finite, want_inner, want_blocks) = general(m);
             assert!(finite, "{i}");
             assert_eq!((inner, blocks), (Some(want_inner), Some(want_blocks)), "{i}");
+            // The lead ends where the first `message` entry starts.
+            let first = next_entry::<false>(&mut &m[lead..]).map(|(k, _)| k);
+            assert_eq!(first, Some(b"message".as_slice()), "{i}");
             // Not an assistant message: the same check, no blocks.
-            assert_eq!(canonical_payload(m, false), Some((Some(want_inner), None)), "{i}");
+            assert_eq!(canonical_payload::<false>(m, false), Some((inner, None, lead)), "{i}");
+            // The walk for ASCII bytes agrees where it applies.
+            if ascii(m) {
+                assert_eq!(canonical_payload::<true>(m, true), Some(walked), "{i}");
+            }
         }
         for (i, m) in left.iter().enumerate() {
-            assert_eq!(canonical_payload(m, true), None, "{i}");
+            assert_eq!(canonical_payload::<false>(m, true), None, "{i}");
+            if ascii(m) {
+                assert_eq!(canonical_payload::<true>(m, true), None, "{i}");
+            }
             let _ = general(m); // the general check still takes it
         }
+    }
+
+    #[test]
+    fn what_one_frame_spares_the_next_does_not_change_its_result() {
+        // Entries in this order (a Struct built from JSON has them in any order).
+        let sdk = |entries: &[Vec<u8>]| ld(1, &[ld(1, b"assistant"), ld(2, &entries.concat())].concat());
+        let message = |text: &str| {
+            let body = [
+                entry("role", &sv("assistant")),
+                entry("content", &list(&[block("text", text)])),
+            ];
+            entry("message", &ld(5, &body.concat()))
+        };
+        let lead = |agent: &str| [entry("type", &sv("assistant")), entry("agent_id", &sv(agent))];
+        let a = sdk(&[&lead("agent-1")[..], &[message("hello")]].concat());
+        // The same lead, then a text that is not UTF-8 (its lengths unchanged).
+        let mut bad = sdk(&[&lead("agent-1")[..], &[message("hellx")]].concat());
+        let x = bad.iter().rposition(|b| *b == b'x').unwrap();
+        bad[x] = 0xff;
+        // A lead as long as the seen one, with an agent id that is not UTF-8.
+        let mut bad_lead = sdk(&[&lead("agent-9")[..], &[message("hello")]].concat());
+        let nine = bad_lead.iter().position(|b| *b == b'9').unwrap();
+        bad_lead[nine] = 0xff;
+        let stream = [
+            a.clone(),
+            sdk(&[&lead("agent-1")[..], &[message("héllo, a longer text")]].concat()),
+            bad.clone(),
+            bad_lead.clone(),
+            a.clone(),
+            // Entries after the message (not part of a lead), a number in the lead.
+            sdk(&[&lead("agent-1")[..], &[message("x"), entry("run_id", &sv("r"))]].concat()),
+            sdk(&[entry("n", &number(1.5)), message("x")]),
+            sdk(&[entry("n", &number(f64::NAN)), message("x")]),
+            // A lead that is part of the seen one's first entry's bytes, and no message.
+            sdk(&[entry("n", &sv(""))]),
+            sdk(&[]),
+            a,
+        ];
+        let mut seen = Seen::default();
+        for (i, f) in stream.iter().enumerate() {
+            let fresh = super::scan(f, &mut Seen::default());
+            assert!(fresh.is_some(), "{i}");
+            assert_eq!(super::scan(f, &mut seen), fresh, "frame {i}, seen {seen:?}");
+        }
+        assert_eq!(seen.0, lead("agent-1").concat(), "the stream's lead is kept");
+        assert!(super::scan(&bad, &mut seen).unwrap().is_err());
+        assert!(super::scan(&bad_lead, &mut seen).unwrap().is_err());
     }
 }

@@ -113,6 +113,8 @@ pub struct FrameReader<R> {
     start: usize,
     filled: usize,
     pool: std::sync::Arc<Pool>,
+    /// How many frames the last batch had.
+    last_count: usize,
     ended: bool,
     /// An error met after frames that were handed out first.
     failed: Option<Error>,
@@ -127,6 +129,7 @@ impl<R: Read> FrameReader<R> {
             start: 0,
             filled: 0,
             pool: Default::default(),
+            last_count: 0,
             ended: false,
             failed: None,
         }
@@ -176,7 +179,9 @@ impl<R: Read> FrameReader<R> {
                     ..FrameBatch::default()
                 });
             }
-            let (mut frames, mut pos, mut end, mut need) = (Vec::new(), self.start, false, 0);
+            // Sized like the last batch: a fast stream's batches are alike.
+            let mut frames = Vec::with_capacity(self.last_count);
+            let (mut pos, mut end, mut need) = (self.start, false, 0);
             loop {
                 match self.parse(pos) {
                     Ok(Parsed::Message(range, len)) => {
@@ -204,6 +209,7 @@ impl<R: Read> FrameReader<R> {
                 continue;
             }
             self.ended = end;
+            self.last_count = frames.len();
             let data = self.hand_out(pos);
             return Ok(FrameBatch { data, frames, end });
         }
