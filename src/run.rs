@@ -125,7 +125,7 @@ impl Event {
         Event {
             kind: EventKind::Message,
             finite: scan.finite,
-            assistant: scan.r#type.get().is_some_and(|t| &frame[t] == b"assistant"),
+            assistant: scan.assistant,
             r#type: scan.r#type,
             offset: scan.offset,
             message: scan.message,

@@ -59,6 +59,8 @@ pub(crate) struct SdkScan {
     pub inner: Span,
     /// Where an assistant message's text is, found while its bytes are at hand.
     pub text: TextAt,
+    /// The type is `assistant`.
+    pub assistant: bool,
 }
 
 /// Where an assistant message's text lies.
@@ -164,8 +166,9 @@ pub(crate) fn scan(frame: &[u8], seen: &mut Seen) -> Option<Result<SdkScan, Bad>
                 _ => skip(wire, &mut buf)?,
             }
         }
+        let assistant = &frame[ty.clone()] == b"assistant";
         let text = match &inner {
-            Some(i) if finite && &frame[ty.clone()] == b"assistant" => {
+            Some(i) if finite && assistant => {
                 let inner = &frame[i.clone()];
                 let (blocks, one) = match counted {
                     // Counted for this type (a type field after the payload would change it).
@@ -185,7 +188,7 @@ pub(crate) fn scan(frame: &[u8], seen: &mut Seen) -> Option<Result<SdkScan, Bad>
                     _ => TextAt::Unknown,
                 }
             }
-            None if finite && &frame[ty.clone()] == b"assistant" => TextAt::Empty,
+            None if finite && assistant => TextAt::Empty,
             _ => TextAt::Unknown,
         };
         Ok(Some(SdkScan {
@@ -195,6 +198,7 @@ pub(crate) fn scan(frame: &[u8], seen: &mut Seen) -> Option<Result<SdkScan, Bad>
             finite,
             inner: Span::opt(inner.as_ref()),
             text,
+            assistant,
         }))
     })()
     .map_or_else(|e| (e != FALLBACK).then_some(Err(e)), |s| s.map(Ok))

@@ -100,8 +100,7 @@ impl CText {
         let Some(t) = event.text().map(str::as_bytes) else {
             return CText::None;
         };
-        // A fold, not `contains`: no call for a string this short.
-        if t.len() <= INLINE_TEXT && !t.iter().fold(false, |nul, b| nul | (*b == 0)) {
+        if t.len() <= INLINE_TEXT && !has_nul(t) {
             let mut bytes = [0; INLINE_TEXT + 1];
             bytes[..t.len()].copy_from_slice(t);
             return CText::Inline(t.len() as u8, bytes);
@@ -119,6 +118,26 @@ impl CText {
             }
             CText::Heap(c) => Some(c),
         }
+    }
+}
+
+/// Whether a short text holds a NUL byte, tested a word at a time inline (the words overlap
+/// for lengths that are not a multiple of their size): no `memchr` call, no loop per byte.
+#[inline(always)]
+fn has_nul(t: &[u8]) -> bool {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_in = |w: u64| w.wrapping_sub(LOW) & !w & HIGH != 0;
+    let n = t.len();
+    let word = |i: usize| u64::from_le_bytes(t[i..i + 8].try_into().unwrap_or_default());
+    let half = |i: usize| u64::from(u32::from_le_bytes(t[i..i + 4].try_into().unwrap_or_default()));
+    if n >= 8 {
+        (0..n / 8).any(|k| zero_in(word(8 * k))) || zero_in(word(n - 8))
+    } else if n >= 4 {
+        // Both halves in one word: no zero byte in the upper half from the join.
+        zero_in(half(0) | half(n - 4) << 32)
+    } else {
+        t.iter().fold(false, |nul, b| nul | (*b == 0))
     }
 }
 
@@ -788,6 +807,24 @@ impl Notifier {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn has_nul_finds_a_nul_wherever_it_is() {
+        for n in 0..=64 {
+            let clean: Vec<u8> = (0..n).map(|i| 1 + (i as u8 % 255)).collect();
+            assert!(!has_nul(&clean), "{n}");
+            // 0x80 and 0x01 bytes next to a NUL: the word test's borrow cases.
+            let high = vec![0x80; n];
+            assert!(!has_nul(&high), "{n}");
+            for at in 0..n {
+                for fill in [1u8, 0x80, 0xff] {
+                    let mut t = vec![fill; n];
+                    t[at] = 0;
+                    assert!(has_nul(&t), "{n} {at} {fill}");
+                }
+            }
+        }
+    }
 
     /// The C enums carry the Rust values (and 0 for "invalid"), so the two cannot drift apart.
     #[test]
