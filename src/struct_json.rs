@@ -143,13 +143,7 @@ pub(crate) fn scan(frame: &[u8], seen: &mut Seen) -> Option<Result<SdkScan, Bad>
                         true => seen.0.len(),
                         false => 0,
                     };
-                    let rest = &m[skip..];
-                    // An ASCII payload (most are) holds only one-byte lengths and UTF-8 strings.
-                    let walked = match ascii(rest) {
-                        true => canonical_payload::<true>(rest, assistant),
-                        false => canonical_payload::<false>(rest, assistant),
-                    };
-                    let found = match walked {
+                    let found = match canonical_payload(&m[skip..], assistant) {
                         Some((found, blocks, lead)) => {
                             if lead > 0 && skip + lead <= Seen::MAX {
                                 seen.0.clear();
@@ -342,11 +336,11 @@ fn fields(strukt: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
 /// and nothing else). Entries whose three lengths are one byte each, nearly all of them, are
 /// read with one bounds check and their lengths checked against each other.
 #[inline(always)]
-fn next_entry<'a, const A: bool>(buf: &mut &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
+fn next_entry<'a>(buf: &mut &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
     let b: &'a [u8] = buf;
     if let [0x0a, n, 0x0a, k, ..] = *b {
         let (n, k) = (usize::from(n), usize::from(k));
-        if (A || n < 0x80 && k < 0x80) && 4 + k <= n {
+        if n < 0x80 && k < 0x80 && 4 + k <= n {
             if let Some(entry) = b.get(2..2 + n) {
                 // entry: 0x0a, k, key, 0x12, v, value; one-byte lengths add up to n.
                 if entry[2 + k] == 0x12 && usize::from(entry[3 + k]) == n - 4 - k {
@@ -415,23 +409,23 @@ type Payload<'a> = (Option<&'a [u8]>, Option<Blocks<'a>>, usize);
 /// [`canonical_struct`] for the `sdk_message` payload (depth 0), giving the value of its
 /// `message` key and, for an assistant message, its text blocks as [`text_blocks`] finds them,
 /// counted in the same walk (a second walk cost as much as the check).
-fn canonical_payload<const A: bool>(mut buf: &[u8], assistant: bool) -> Option<Payload<'_>> {
+fn canonical_payload(mut buf: &[u8], assistant: bool) -> Option<Payload<'_>> {
     let (mut found, mut blocks, total) = (None, None, buf.len());
     let mut lead = None;
     while !buf.is_empty() {
         let before = buf.len();
-        let (name, value) = next_entry::<A>(&mut buf)?;
-        if !text_ok::<A>(name) {
+        let (name, value) = next_entry(&mut buf)?;
+        if !utf8_short(name) {
             return None;
         }
         if name == b"message" {
             lead.get_or_insert(total - before);
             found = Some(value);
             blocks = match assistant {
-                true => Some(canonical_assistant::<A>(value)?),
-                false => canonical_value::<A>(value, 1).then_some(None)?,
+                true => Some(canonical_assistant(value)?),
+                false => canonical_value(value, 1).then_some(None)?,
             };
-        } else if !canonical_value::<A>(value, 1) {
+        } else if !canonical_value(value, 1) {
             return None;
         }
     }
@@ -440,18 +434,18 @@ fn canonical_payload<const A: bool>(mut buf: &[u8], assistant: bool) -> Option<P
 
 /// The payload's `message` value (depth 1) of an assistant message, checked as
 /// [`canonical_value`] does, and its text blocks; `None` also when it is not a Struct.
-fn canonical_assistant<const A: bool>(value: &[u8]) -> Option<Blocks<'_>> {
+fn canonical_assistant(value: &[u8]) -> Option<Blocks<'_>> {
     let mut message = one_kind(value, 5)?;
     let mut blocks = (0, None);
     while !message.is_empty() {
-        let (name, value) = next_entry::<A>(&mut message)?;
-        if !text_ok::<A>(name) {
+        let (name, value) = next_entry(&mut message)?;
+        if !utf8_short(name) {
             return None;
         }
         if name == b"content" {
             // The last one wins, as in a map.
-            blocks = canonical_content::<A>(value)?;
-        } else if !canonical_value::<A>(value, 2) {
+            blocks = canonical_content(value)?;
+        } else if !canonical_value(value, 2) {
             return None;
         }
     }
@@ -459,21 +453,21 @@ fn canonical_assistant<const A: bool>(value: &[u8]) -> Option<Blocks<'_>> {
 }
 
 /// The message's `content` value (depth 2): a list of blocks, or any other value (no text).
-fn canonical_content<const A: bool>(value: &[u8]) -> Option<Blocks<'_>> {
+fn canonical_content(value: &[u8]) -> Option<Blocks<'_>> {
     let Some(mut list) = one_kind(value, 6) else {
-        return canonical_value::<A>(value, 2).then_some((0, None));
+        return canonical_value(value, 2).then_some((0, None));
     };
     let mut blocks = (0, None);
     while !list.is_empty() {
         let item = next_item(&mut list)?;
         let Some(mut block) = one_kind(item, 5) else {
-            canonical_value::<A>(item, 3).then_some(())?;
+            canonical_value(item, 3).then_some(())?;
             continue;
         };
         let (mut is_text, mut text) = (false, None);
         while !block.is_empty() {
-            let (name, value) = next_entry::<A>(&mut block)?;
-            if !text_ok::<A>(name) || !canonical_value::<A>(value, 4) {
+            let (name, value) = next_entry(&mut block)?;
+            if !utf8_short(name) || !canonical_value(value, 4) {
                 return None;
             }
             match name {
@@ -494,15 +488,15 @@ fn canonical_content<const A: bool>(value: &[u8]) -> Option<Blocks<'_>> {
 /// one tight walk, a fraction of the general check's cost. `true`: valid and finite; `false`
 /// for anything else, malformed or not, which the general check then decides. It accepts only
 /// what the general check accepts.
-fn canonical_struct<const A: bool>(mut buf: &[u8], depth: u32) -> bool {
+fn canonical_struct(mut buf: &[u8], depth: u32) -> bool {
     if depth > MAX_DEPTH {
         return false;
     }
     while !buf.is_empty() {
-        let Some((name, value)) = next_entry::<A>(&mut buf) else {
+        let Some((name, value)) = next_entry(&mut buf) else {
             return false;
         };
-        if !text_ok::<A>(name) || !canonical_value::<A>(value, depth + 1) {
+        if !utf8_short(name) || !canonical_value(value, depth + 1) {
             return false;
         }
     }
@@ -512,16 +506,16 @@ fn canonical_struct<const A: bool>(mut buf: &[u8], depth: u32) -> bool {
 /// A `Value` for [`canonical_struct`]: exactly one kind, a finite number. Short strings, the
 /// most common values, are checked inline; anything else takes a call.
 #[inline(always)]
-fn canonical_value<const A: bool>(value: &[u8], depth: u32) -> bool {
+fn canonical_value(value: &[u8], depth: u32) -> bool {
     match *value {
         // A string with a one-byte length, which must then be the rest of the value.
-        [0x1a, n, ref s @ ..] if n < 0x80 => usize::from(n) == s.len() && text_ok::<A>(s),
-        _ => canonical_other::<A>(value, depth),
+        [0x1a, n, ref s @ ..] if n < 0x80 => usize::from(n) == s.len() && utf8_short(s),
+        _ => canonical_other(value, depth),
     }
 }
 
 #[inline(never)]
-fn canonical_other<const A: bool>(value: &[u8], depth: u32) -> bool {
+fn canonical_other(value: &[u8], depth: u32) -> bool {
     let Some((&head, mut rest)) = value.split_first() else {
         return false;
     };
@@ -531,9 +525,9 @@ fn canonical_other<const A: bool>(value: &[u8], depth: u32) -> bool {
             let Ok(body) = take(&mut rest) else { return false };
             rest.is_empty()
                 && match head {
-                    0x1a => text_ok::<A>(body),
-                    0x2a => canonical_struct::<A>(body, depth),
-                    _ => canonical_list::<A>(body, depth),
+                    0x1a => utf8_short(body),
+                    0x2a => canonical_struct(body, depth),
+                    _ => canonical_list(body, depth),
                 }
         }
         // Null or a bool: a one-byte varint.
@@ -546,13 +540,13 @@ fn canonical_other<const A: bool>(value: &[u8], depth: u32) -> bool {
     }
 }
 
-fn canonical_list<const A: bool>(mut buf: &[u8], depth: u32) -> bool {
+fn canonical_list(mut buf: &[u8], depth: u32) -> bool {
     if depth > MAX_DEPTH {
         return false;
     }
     while !buf.is_empty() {
         match next_item(&mut buf) {
-            Some(item) if canonical_value::<A>(item, depth + 1) => {}
+            Some(item) if canonical_value(item, depth + 1) => {}
             _ => return false,
         }
     }
@@ -814,27 +808,15 @@ fn take<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], Bad> {
     Ok(field)
 }
 
-/// A walk's string check: none where the walk's bytes are known to be ASCII (`A`).
-#[inline(always)]
-fn text_ok<const A: bool>(s: &[u8]) -> bool {
-    A || utf8_short(s)
-}
-
-/// Whether a key or string value is UTF-8. Most are short and ASCII (see [`ascii`]).
+/// Whether a key or string value is UTF-8. Most are short and ASCII, tested two words at a
+/// time inline (the last word overlaps the others for lengths that are not a multiple of 8):
+/// `is_ascii`'s out-of-line call and alignment handling cost more than the test here.
 #[inline(always)]
 fn utf8_short(b: &[u8]) -> bool {
-    ascii(b) || std::str::from_utf8(b).is_ok()
-}
-
-/// Whether `b` is ASCII, tested two words at a time inline (the last word overlaps the others
-/// for lengths that are not a multiple of 8): `is_ascii`'s out-of-line call and alignment
-/// handling cost more than the test here, for keys and values and for whole payloads alike.
-#[inline(always)]
-fn ascii(b: &[u8]) -> bool {
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let n = b.len();
     let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
-    if n >= 8 {
+    let ascii = if n >= 8 {
         let (mut acc, mut i) = (word(n - 8), 0);
         while i + 16 <= n {
             acc |= word(i) | word(i + 8);
@@ -849,7 +831,8 @@ fn ascii(b: &[u8]) -> bool {
         (half(0) | half(n - 4)) & HIGH as u32 == 0
     } else {
         b.iter().all(|c| *c < 0x80)
-    }
+    };
+    ascii || std::str::from_utf8(b).is_ok()
 }
 
 /// [`utf8_short`] as the general check's `Result`.
@@ -1281,27 +1264,37 @@ pub(crate) mod tests {
             (finite, inner, (n, last))
         }
         for (i, m) in taken.iter().enumerate() {
-            let walked = canonical_payload::<false>(m, true).expect("the canonical walk takes it");
+            let walked = canonical_payload(m, true).expect("the canonical walk takes it");
             let (inner, blocks, lead) = walked;
             let (finite, want_inner, want_blocks) = general(m);
             assert!(finite, "{i}");
             assert_eq!((inner, blocks), (Some(want_inner), Some(want_blocks)), "{i}");
             // The lead ends where the first `message` entry starts.
-            let first = next_entry::<false>(&mut &m[lead..]).map(|(k, _)| k);
+            let first = next_entry(&mut &m[lead..]).map(|(k, _)| k);
             assert_eq!(first, Some(b"message".as_slice()), "{i}");
             // Not an assistant message: the same check, no blocks.
-            assert_eq!(canonical_payload::<false>(m, false), Some((inner, None, lead)), "{i}");
-            // The walk for ASCII bytes agrees where it applies.
-            if ascii(m) {
-                assert_eq!(canonical_payload::<true>(m, true), Some(walked), "{i}");
-            }
+            assert_eq!(canonical_payload(m, false), Some((inner, None, lead)), "{i}");
         }
         for (i, m) in left.iter().enumerate() {
-            assert_eq!(canonical_payload::<false>(m, true), None, "{i}");
-            if ascii(m) {
-                assert_eq!(canonical_payload::<true>(m, true), None, "{i}");
-            }
+            assert_eq!(canonical_payload(m, true), None, "{i}");
             let _ = general(m); // the general check still takes it
+        }
+    }
+
+    #[test]
+    fn utf8_short_agrees_with_std_at_every_length_and_position() {
+        for n in 0..=70 {
+            let ascii = vec![b'a'; n];
+            assert!(utf8_short(&ascii), "{n}");
+            for at in 0..n {
+                for (bytes, what) in [(&[0xffu8][..], "0xff"), (&[0x80], "0x80"), ("é".as_bytes(), "é")] {
+                    let mut b = ascii.clone();
+                    let end = (at + bytes.len()).min(n);
+                    b[at..end].copy_from_slice(&bytes[..end - at]);
+                    let std = std::str::from_utf8(&b).is_ok();
+                    assert_eq!(utf8_short(&b), std, "{n} {at} {what}");
+                }
+            }
         }
     }
 
