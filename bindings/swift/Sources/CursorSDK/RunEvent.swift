@@ -89,8 +89,14 @@ public enum RunEvent: Sendable, Hashable {
     /// event's JSON: assistant text comes from `cursor_event_text`.
     init(_ ev: OpaquePointer) {
         let kind = cursor_event_kind(ev)
-        let type = String(cString: cursor_event_type(ev))
+        let ctype = cursor_event_type(ev)
         func text() -> String? { cursor_event_text(ev).map { String(cString: $0) } }
+        // A stream's common event first, without a Swift string of its type.
+        if kind == .CURSOR_EVENT_MESSAGE, cStringIs(ctype, "assistant") {
+            self = .assistant(text: text() ?? "")
+            return
+        }
+        let type = String(cString: ctype)
         func payload() -> JSONValue { (try? JSONValue(parsing: String(cString: cursor_event_json(ev)))) ?? .null }
         switch kind {
         case .CURSOR_EVENT_MESSAGE:
@@ -117,6 +123,15 @@ public enum RunEvent: Sendable, Hashable {
         case .CURSOR_EVENT_INVALID: self = .other(type: type, payload: payload())
         @unknown default: self = .other(type: type, payload: payload())
         }
+    }
+}
+
+/// Whether the C string `p` is `s`, compared in place. The comparison stops at the first byte
+/// that differs, which is at the latest `p`'s terminating NUL: nothing past it is read.
+private func cStringIs(_ p: UnsafePointer<CChar>, _ s: StaticString) -> Bool {
+    s.withUTF8Buffer { b in
+        for i in 0..<b.count where UInt8(bitPattern: p[i]) != b[i] { return false }
+        return p[b.count] == 0
     }
 }
 
