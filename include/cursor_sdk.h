@@ -882,7 +882,8 @@ const char *CURSOR_NULLABLE cursor_event_text(const cursor_event *e);
 /// `e`: NULL or as documented above (handles live and from this library; out-pointers valid).
 const char *CURSOR_NULLABLE cursor_event_offset(const cursor_event *e);
 
-/// Frees an event. NULL is accepted.
+/// Frees an event. NULL is accepted. The calling thread keeps the event's memory (a few
+/// hundred bytes) for the next event it receives; it is freed when that thread exits.
 ///
 /// # Safety
 /// `e` must be NULL or an event from this library not yet freed.

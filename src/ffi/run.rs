@@ -705,7 +705,8 @@ pub unsafe extern "C" fn cursor_event_offset(e: *const cursor_event) -> *const c
     })
 }
 
-/// Frees an event. NULL is accepted.
+/// Frees an event. NULL is accepted. The calling thread keeps the event's memory (a few
+/// hundred bytes) for the next event it receives; it is freed when that thread exits.
 ///
 /// # Safety
 /// `e` must be NULL or an event from this library not yet freed.
@@ -807,6 +808,33 @@ impl Notifier {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The header's word on `cursor_event_free`: the freeing thread's next event takes the
+    /// freed one's memory; another thread's does not.
+    #[test]
+    fn a_freed_events_memory_goes_to_the_next_event_on_that_thread() {
+        let make = || cursor_event::new(Event::new(EventKind::Message, "assistant", json!({}), None)).into_handle();
+        std::thread::spawn(move || {
+            let first = make();
+            unsafe { cursor_event_free(first) };
+            let second = make();
+            assert_eq!(second, first, "the freed memory is reused");
+            unsafe { cursor_event_free(second) };
+            // Kept for this thread: another thread's event is not made in it (nor, since it
+            // is not freed, anywhere else).
+            let elsewhere = std::thread::spawn(move || {
+                let e = make();
+                unsafe { cursor_event_free(e) };
+                e as usize
+            });
+            assert_ne!(elsewhere.join().unwrap(), second as usize);
+            let third = make();
+            assert_eq!(third, second, "still kept for this thread");
+            unsafe { cursor_event_free(third) };
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn has_nul_finds_a_nul_wherever_it_is() {
