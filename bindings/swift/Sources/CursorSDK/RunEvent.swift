@@ -73,7 +73,8 @@ public enum RunEvent: Sendable, Hashable {
     /// A chunk of the assistant's reply.
     case assistant(text: String)
     case thinking(text: String)
-    case toolCall(ToolCallEvent)
+    // Boxed: the largest case would otherwise set the size (and copying cost) of every event.
+    indirect case toolCall(ToolCallEvent)
     /// The run's status changed; `message` explains a failure.
     case status(RunStatus, message: String?)
     case usage(TokenUsage)
