@@ -158,6 +158,7 @@ const KNOWN_TYPES: [&CStr; 12] = [
 ];
 
 impl cursor_event {
+    #[inline(always)]
     fn new(mut event: Event) -> cursor_event {
         let text = CText::of(&mut event);
         let t = event.r#type();
@@ -177,14 +178,15 @@ impl cursor_event {
         }
     }
 
-    /// The event as a handle, in the allocation the last event freed on this thread left, if any.
-    fn into_handle(self) -> *mut cursor_event {
+    /// The event as a handle, made in the allocation the last event freed on this thread
+    /// left, if any (in place: no copy of the handle).
+    fn handle(event: Event) -> *mut cursor_event {
         match SPARE.with(Cell::take) {
             Some(mut spare) => {
-                spare.write(self);
+                spare.write(cursor_event::new(event));
                 Box::into_raw(spare).cast()
             }
-            None => super::into_handle(self),
+            None => super::into_handle(cursor_event::new(event)),
         }
     }
 
@@ -319,7 +321,7 @@ pub unsafe extern "C" fn cursor_run_next_event(
         }
         match next {
             Next::Event(e) => {
-                *out = cursor_event::new(e).into_handle();
+                *out = cursor_event::handle(e);
                 Ok(cursor_status::CURSOR_OK)
             }
             Next::Timeout => Ok(cursor_status::CURSOR_TIMEOUT),
@@ -813,7 +815,7 @@ mod tests {
     /// freed one's memory; another thread's does not.
     #[test]
     fn a_freed_events_memory_goes_to_the_next_event_on_that_thread() {
-        let make = || cursor_event::new(Event::new(EventKind::Message, "assistant", json!({}), None)).into_handle();
+        let make = || cursor_event::handle(Event::new(EventKind::Message, "assistant", json!({}), None));
         std::thread::spawn(move || {
             let first = make();
             unsafe { cursor_event_free(first) };
